@@ -1,0 +1,160 @@
+"""Best-fit-decreasing placement of workers onto servers (DESIGN "Place"), and the free-GPU index it uses.
+
+Base demand goes to training servers first, flexible (extra) workers to loaned servers first, so that a
+later reclaim shrinks jobs instead of preempting them. Workers a job already has on a server are kept
+(up to its new count); a shrinking job gives up workers on loaned servers first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from formulations.problems import Placement, PlacementProblem
+
+
+class FreeIndex:
+    """Servers bucketed by free GPUs, per tier: best fit and largest in O(max GPUs) per query.
+
+    Free GPUs of a server may only go down while the index is in use (placement never frees GPUs), so a
+    server enters each bucket at most once; stale entries are skipped lazily. Ties pick the server that
+    entered the bucket last among the lowest indices first pushed, which is deterministic.
+    """
+
+    def __init__(self, free: np.ndarray, tier: np.ndarray, n_tiers: int) -> None:
+        self.free = [int(x) for x in free]
+        self.tier = [int(t) for t in tier]
+        self.top = max(self.free, default=0)
+        self.buckets = [[[] for _ in range(self.top + 1)] for _ in range(n_tiers)]
+        self.count = [[0] * (self.top + 1) for _ in range(n_tiers)]  # exact servers per (tier, free)
+        for s in range(len(self.free) - 1, -1, -1):  # lowest index on top of each stack
+            if self.free[s] > 0:
+                self.buckets[self.tier[s]][self.free[s]].append(s)
+                self.count[self.tier[s]][self.free[s]] += 1
+
+    def _peek(self, t: int, f: int) -> int | None:
+        stack = self.buckets[t][f]
+        while stack:
+            s = stack[-1]
+            if self.free[s] == f:
+                return s
+            stack.pop()
+        return None
+
+    def best_fit(self, t: int, need: int) -> int | None:
+        """Server of tier ``t`` with the fewest free GPUs that still has ``need``."""
+        for f in range(max(need, 1), self.top + 1):
+            s = self._peek(t, f)
+            if s is not None:
+                return s
+        return None
+
+    def largest(self, t: int) -> int | None:
+        """Server of tier ``t`` with the most free GPUs (None when all are full)."""
+        for f in range(self.top, 0, -1):
+            s = self._peek(t, f)
+            if s is not None:
+                return s
+        return None
+
+    def capacity(self, g: int, tiers: tuple[int, ...]) -> int:
+        """How many workers of ``g`` GPUs the servers of ``tiers`` can still hold."""
+        return sum(c * (f // g) for t in tiers for f, c in enumerate(self.count[t]) if f >= g)
+
+    def take(self, s: int, gpus: int) -> None:
+        f = self.free[s] - gpus
+        if f < 0:
+            raise ValueError(f"server {s} over-committed")
+        t = self.tier[s]
+        self.count[t][self.free[s]] -= 1 if self.free[s] > 0 else 0
+        self.free[s] = f
+        if f > 0:
+            self.buckets[t][f].append(s)
+            self.count[t][f] += 1
+
+    def place(self, n: int, g: int, tiers: tuple[int, ...], out: dict[int, int]) -> int:
+        """Put up to ``n`` workers of ``g`` GPUs on servers of ``tiers`` (in order); return how many fit.
+
+        Within a tier: one server that holds all the rest (best fit) if there is one, else the server
+        with most room, repeatedly; fewest servers spanned for the job that way.
+        """
+        left = n
+        for t in tiers:
+            while left > 0:
+                s = self.best_fit(t, left * g)
+                if s is not None:
+                    k = left
+                else:
+                    s = self.largest(t)
+                    if s is None or self.free[s] < g:
+                        break
+                    k = self.free[s] // g
+                self.take(s, k * g)
+                out[s] = out.get(s, 0) + k
+                left -= k
+            if left == 0:
+                break
+        return n - left
+
+
+@dataclass(frozen=True, eq=False)
+class BFDOutcome:
+    """The placement and, per job, how many workers it got (fewer than asked when fragmentation stops it)."""
+
+    placement: Placement
+    placed: np.ndarray
+
+
+TRAINING, LOANED = 0, 1
+
+
+def best_fit_decreasing(problem: PlacementProblem) -> BFDOutcome:
+    """Place every job's workers, best fit decreasing.
+
+    Each job first keeps ``min(current, target)`` of its current workers (a shrinking job drops workers on
+    loaned servers first, then where it has fewest). The rest are placed job by job in decreasing order of
+    GPUs per worker, then of workers to place: base-demand workers on training servers first, extra
+    workers on loaned servers first. A job whose workers do not all fit keeps those that did (the caller
+    decides what fewer workers mean).
+
+    Running time O(C log C + sum_j (servers used by j) * G) with G the largest free GPU count.
+    """
+    J = problem.n_jobs
+    gpw = problem.job_gpus_per_worker
+    loaned = problem.server_loaned
+    per_job: list[dict[int, int]] = [{} for _ in range(J)]
+    free = problem.server_free.astype(np.int64).copy()
+
+    # keep current workers up to the new count; drop loaned-first, then where the job has fewest
+    cur: dict[int, list[tuple[int, int]]] = {}
+    for j, s, c in zip(problem.cur_job, problem.cur_server, problem.cur_count, strict=True):
+        cur.setdefault(int(j), []).append((int(s), int(c)))
+    for j, pairs in cur.items():
+        keep = int(problem.job_workers[j])
+        for s, c in sorted(pairs, key=lambda p: (bool(loaned[p[0]]), -p[1], p[0])):
+            k = min(c, keep)
+            if k > 0:
+                per_job[j][s] = k
+                keep -= k
+    for j in range(J):
+        for s, k in per_job[j].items():
+            free[s] -= k * int(gpw[j])
+    if (free < 0).any():
+        raise ValueError("current placements exceed server_free")
+
+    index = FreeIndex(free, loaned.astype(np.int64), 2)
+    have = np.array([sum(d.values()) for d in per_job], dtype=np.int64)
+    on_training = np.array([sum(k for s, k in d.items() if not loaned[s]) for d in per_job], dtype=np.int64)
+    need = problem.job_workers - have
+    order = sorted((j for j in range(J) if need[j] > 0), key=lambda j: (-int(gpw[j]), -int(need[j]), j))
+    for j in order:
+        g = int(gpw[j])
+        base_left = max(0, int(problem.job_base[j]) - int(on_training[j]))
+        base = min(base_left, int(need[j]))
+        got = index.place(base, g, (TRAINING, LOANED), per_job[j]) if base else 0
+        extra = int(need[j]) - base
+        if got == base and extra:
+            got += index.place(extra, g, (LOANED, TRAINING), per_job[j])
+        have[j] += got
+    placement = Placement(per_job=tuple(tuple(sorted(d.items())) for d in per_job))
+    return BFDOutcome(placement=placement, placed=have)

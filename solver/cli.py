@@ -1,0 +1,208 @@
+"""The ``lyra-solver`` command line: a thin argparse layer over the library.
+
+Exit codes: 0 done; 1 a check failed or no feasible answer; 2 bad input or usage (one line on stderr naming
+the file, the field path and the problem); 3 an internal error (a bug: one line, no traceback, unless
+``LYRA_DEBUG=1``). Input files are only read; outputs are written whole or not at all.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import msgspec
+
+from solver import io
+from solver.errors import InputError
+from solver.types import SCHEMAS, MCKPAnswer
+
+log = logging.getLogger("solver.cli")
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _out_guard(out: str | None, inputs: list[str]) -> None:
+    if not out or out == "-":
+        return
+    target = Path(out).resolve()
+    for src in inputs:
+        if src != "-" and Path(src).resolve() == target:
+            raise InputError("$", f"refusing to overwrite the input file with -o {out}", src)
+
+
+def cmd_decide(args) -> int:
+    from solver.pipeline import decide
+
+    _out_guard(args.output, [args.snapshot])
+    snap = io.load_snapshot(args.snapshot)
+    decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
+                      placement=args.placement, packing=args.packing, time_limit=args.time_limit,
+                      timings=args.timings)
+    io.write_atomic(args.output or "-", io.encode(decision))
+    return EXIT_OK
+
+
+def cmd_check(args) -> int:
+    from solver.check import check_decision, format_violations
+
+    snap_bytes = io.read_bytes(args.snapshot)
+    try:
+        io.parse_snapshot(snap_bytes)
+    except InputError as err:
+        raise err.with_source(args.snapshot) from None
+    dec_name = "<stdin>" if args.decision == "-" else args.decision
+    dec_bytes = io.read_bytes(args.decision)
+    try:
+        decision = json.loads(dec_bytes)
+    except (ValueError, RecursionError) as err:
+        raise InputError("$", f"not valid JSON: {err}", dec_name) from None
+    violations = check_decision(json.loads(snap_bytes), decision)
+    if violations:
+        print(format_violations(violations))
+        print(f"{len(violations)} rule(s) broken", file=sys.stderr)
+        return EXIT_FAILED
+    print("ok: the decision keeps every rule")
+    return EXIT_OK
+
+
+def cmd_mckp(args) -> int:
+    from formulations.mckp import MCKPProblem, solve_mckp
+
+    _out_guard(args.output, [args.instance])
+    inst = io.load(args.instance, io.parse_mckp)
+    problem = MCKPProblem.from_ragged([c.weights for c in inst.classes], [c.values for c in inst.classes],
+                                      inst.capacity)
+    try:
+        res = solve_mckp(problem, method=args.method, time_limit=args.time_limit)
+    except ValueError as err:  # e.g. the dense DP refusing a huge capacity
+        raise InputError("$", f"method {args.method}: {err}", args.instance) from None
+    answer = MCKPAnswer(status=str(res.status), objective=res.objective, bound=res.bound, gap=res.gap,
+                        choice=None if res.choice is None else list(res.choice), method=res.method,
+                        time_s=round(res.time_s, 6) if args.timings else None)
+    io.write_atomic(args.output or "-", io.encode(answer))
+    return EXIT_OK if res.choice is not None else EXIT_FAILED
+
+
+def cmd_schema(args) -> int:
+    schema = msgspec.json.schema(SCHEMAS[args.what])
+    sys.stdout.write(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+    return EXIT_OK
+
+
+def cmd_generate(args) -> int:
+    from bench.generate import generate_snapshot
+
+    snap = generate_snapshot(servers=args.servers, jobs=args.jobs, seed=args.seed, gpus=args.gpus)
+    io.write_atomic(args.output or "-", io.encode(snap))
+    return EXIT_OK
+
+
+def cmd_bench(args) -> int:
+    if args.what == "decide":
+        from bench.decide_speed import main as run
+    elif args.what == "mckp":
+        from bench.mckp_bench import main as run
+    else:
+        from bench.reclaim_bench import main as run
+    return run(args.rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="lyra-solver", description="Decision engine for deep-learning GPU clusters.")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what each step does (stderr)")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    d = sub.add_parser("decide", help="one scheduling round: snapshot -> decision JSON")
+    d.add_argument("snapshot", help="snapshot JSON file, - for standard input")
+    d.add_argument("-o", "--output", help="write the decision here (default: standard output)")
+    d.add_argument("--queue", choices=["sjf", "fifo", "las"])
+    d.add_argument("--allocation", choices=["exact", "greedy", "hull"])
+    d.add_argument("--reclaim", choices=["exact", "greedy"])
+    d.add_argument("--placement", choices=["exact", "bfd"])
+    d.add_argument("--packing", choices=["off"])
+    d.add_argument("--time-limit", type=_positive_float, help="seconds per exact step")
+    d.add_argument("--timings", action="store_true", help="add summary.time_s (output then varies run to run)")
+    d.set_defaults(run=cmd_decide)
+
+    c = sub.add_parser("check", help="independent feasibility check of a decision")
+    c.add_argument("snapshot")
+    c.add_argument("decision")
+    c.set_defaults(run=cmd_check)
+
+    m = sub.add_parser("mckp", help="solve a multiple-choice knapsack instance")
+    m.add_argument("instance", help="MCKP instance JSON, - for standard input")
+    m.add_argument("--method", default="auto",
+                   choices=["auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull"])
+    m.add_argument("--time-limit", type=_positive_float)
+    m.add_argument("-o", "--output")
+    m.add_argument("--timings", action="store_true", help="add time_s to the answer")
+    m.set_defaults(run=cmd_mckp)
+
+    s = sub.add_parser("schema", help="JSON Schema of a format")
+    s.add_argument("what", choices=sorted(SCHEMAS))
+    s.set_defaults(run=cmd_schema)
+
+    g = sub.add_parser("generate", help="a random valid snapshot (seeded)")
+    g.add_argument("--servers", type=int, default=100)
+    g.add_argument("--jobs", type=int, default=300)
+    g.add_argument("--gpus", type=int, default=8, help="GPUs per server")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("-o", "--output")
+    g.set_defaults(run=cmd_generate)
+
+    b = sub.add_parser("bench", help="benchmarks: decide speed, MCKP solvers, reclamation gaps")
+    b.add_argument("what", choices=["decide", "mckp", "reclaim"])
+    b.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (--help for them)")
+    b.set_defaults(run=cmd_bench)
+    return p
+
+
+def _positive_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not x > 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return x
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_INPUT
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="lyra-solver: %(levelname)s: %(message)s")
+    try:
+        return args.run(args)
+    except InputError as err:
+        print(f"error: {err.line()}", file=sys.stderr)
+        return EXIT_INPUT
+    except BrokenPipeError:
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # never a traceback for the user
+        if os.environ.get("LYRA_DEBUG"):
+            raise
+        print(f"error: internal error ({type(err).__name__}: {err}); rerun with LYRA_DEBUG=1 for details",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
