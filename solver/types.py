@@ -130,7 +130,7 @@ class JobDecision(_Struct):
     changed: bool | None = None
 
 
-class ServerDecision(_Struct):
+class ServerDecision(_Struct, omit_defaults=False):
     reclaim: list[ServerId] = []
     loan: list[ServerId] = []
 
@@ -154,7 +154,7 @@ class Summary(_Struct):
     time_s: float | None = None
 
 
-class Decision(_Struct):
+class Decision(_Struct, omit_defaults=False):
     format_version: Literal[1]
     servers: ServerDecision
     jobs: dict[JobId, JobDecision]

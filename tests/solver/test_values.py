@@ -1,0 +1,73 @@
+"""The vectorised value table against the plain scalar reference (hypothesis)."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solver.throughput import rate, rate_one
+from solver.types import PROFILE_MODELS, PowerThroughput, ProfileThroughput, TableThroughput
+from solver.values import JobOptions, value_table, value_table_scalar
+
+
+@st.composite
+def job_options(draw):
+    lo = draw(st.integers(1, 12))
+    hi = draw(st.integers(lo, lo + 40))
+    kind = draw(st.sampled_from(["power", "table", "profile"]))
+    if kind == "power":
+        tp = PowerThroughput(rate_per_worker=draw(st.floats(0.1, 1e4)), exponent=draw(st.floats(0.05, 1.0)))
+    elif kind == "table":
+        inner = draw(st.lists(st.integers(lo, hi), max_size=5))
+        pts = sorted({draw(st.integers(1, lo)), hi, *inner})
+        rates = draw(st.lists(st.floats(0.1, 1e4), min_size=len(pts), max_size=len(pts)))
+        tp = TableThroughput(workers=pts, rate=rates)
+    else:
+        tp = ProfileThroughput(model=draw(st.sampled_from(PROFILE_MODELS)))
+    running = draw(st.booleans())
+    return JobOptions(
+        throughput=tp, min_workers=lo, max_workers=hi, remaining_work=draw(st.floats(0, 1e9)),
+        gpus_per_worker=draw(st.sampled_from([1, 2, 4, 8])),
+        current_workers=draw(st.integers(lo, hi)) if running else 0,
+        restart_penalty=draw(st.floats(0, 1e3)),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs=st.lists(job_options(), min_size=1, max_size=12), server_gpus=st.sampled_from([4, 8, 16]))
+def test_vectorised_table_matches_scalar(jobs, server_gpus):
+    table = value_table(jobs, server_gpus=server_gpus)
+    ref = value_table_scalar(jobs, server_gpus=server_gpus)
+    assert table.values.shape[0] == len(jobs)
+    for j, row in enumerate(ref):
+        assert table.sizes[j] == len(row)
+        for k, (w, v) in enumerate(row):
+            assert table.weights[j, k] == w
+            assert np.isclose(table.values[j, k], v, rtol=1e-9, atol=1e-6 * max(1.0, abs(v)))
+        assert np.all(np.isneginf(table.values[j, len(row):]))
+
+
+def test_value_of_min_option_is_zero_or_restart():
+    jobs = [JobOptions(PowerThroughput(rate_per_worker=10, exponent=1.0), 2, 4, 100.0, 1, 3, 7.0)]
+    t = value_table(jobs)
+    assert t.values[0, 0] == -7.0  # running at 3, going to 2 restarts it
+    assert np.isclose(t.values[0, 1], 100 / 20 - 100 / 30)  # staying at 3 workers: no restart
+    assert np.isclose(t.values[0, 2], 100 / 20 - 100 / 40 - 7.0)
+
+
+@given(w=st.integers(1, 200), gpw=st.sampled_from([1, 2, 4, 8]), model=st.sampled_from(PROFILE_MODELS))
+def test_profile_rate_vector_matches_scalar(w, gpw, model):
+    tp = ProfileThroughput(model=model)
+    assert np.isclose(rate(tp, [w], gpus_per_worker=gpw)[0], rate_one(tp, w, gpus_per_worker=gpw))
+
+
+def test_profile_drops_when_spanning_another_server():
+    tp = ProfileThroughput(model="bert")
+    r = rate(tp, np.arange(1, 17), server_gpus=8)
+    assert r[8] < r[7]  # 9 workers need two 8-GPU servers
+    assert np.all(np.diff(r[:8]) > 0)
+
+
+def test_table_interpolates_linearly():
+    tp = TableThroughput(workers=[1, 3], rate=[10.0, 30.0])
+    assert np.allclose(rate(tp, [1, 2, 3]), [10, 20, 30])
