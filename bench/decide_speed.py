@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"decide on {args.servers} servers x {args.gpus} GPUs, {args.jobs} jobs (seed {args.seed}, "
           f"{len(data) / 1e6:.1f} MB of JSON); parse + validate + decide + encode; {args.repeat} runs after a "
           "warm-up\n")
-    print("| allocation | median s | best s | parse s | decide s | vs 0.5 s target | running jobs | allocation status |")
+    print("| allocation | median s | best s | parse s | decide s | vs 0.5 s target | running jobs "
+          "| allocation status |")
     print("|---|---|---|---|---|---|---|---|")
     for alloc in args.allocation:
         run_once(data, alloc)
