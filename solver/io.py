@@ -28,11 +28,44 @@ def _join(path: str, field: str) -> str:
     return f"{path}.{field}" if path else field
 
 
-def _from_msgspec(err: Exception) -> InputError:
+_GOT = re.compile(r"got `(?P<got>[a-z]+)`")
+_JSON_TYPE = {"str": str, "float": float, "int": int, "bool": bool, "null": type(None), "array": list,
+              "object": dict}
+
+
+def _name_dict_keys(path: str, msg: str, data: bytes) -> str:
+    """msgspec writes ``[...]`` for a key of a dict; find the key whose value has the type it complains of."""
+    try:
+        node = json.loads(data)
+    except (ValueError, RecursionError):
+        return path
+    got = _GOT.search(msg)
+    want = _JSON_TYPE.get(got.group("got")) if got else None
+    out = ""
+    for part in re.findall(r"\.[^.\[]+|\[[^\]]*\]", "." + path if path and path[0] != "[" else path):
+        if part == "[...]" and isinstance(node, dict):
+            key = next((k for k, v in node.items() if want is None or (type(v) is want)), None)
+            if key is None:
+                return path
+            out += f".{key}"
+            node = node[key]
+        elif part.startswith("["):
+            idx = int(part[1:-1])
+            node = node[idx] if isinstance(node, list) and idx < len(node) else None
+            out += part
+        else:
+            node = node.get(part[1:]) if isinstance(node, dict) else None
+            out += part
+    return out.lstrip(".")
+
+
+def _from_msgspec(err: Exception, data: bytes) -> InputError:
     text = str(err)
     m = _AT.match(text)
     msg, path = (m.group("msg"), m.group("path") or "") if m else (text, "")
     path = path.lstrip(".")
+    if "[...]" in path:
+        path = _name_dict_keys(path, msg, data)
     if msg.startswith("Object missing required field"):
         field = _FIELD.search(msg).group("field")
         return InputError(_join(path, field), "required field is missing")
@@ -69,7 +102,7 @@ def _decode(data: bytes, type_: type[T]) -> T:
     try:
         return msgspec.json.decode(data, type=type_)
     except msgspec.ValidationError as err:
-        raise _from_msgspec(err) from None
+        raise _from_msgspec(err, data) from None
     except msgspec.DecodeError as err:
         # msgspec rejects NaN/Infinity literals as malformed JSON; name the field if that is the cause.
         try:
