@@ -1,0 +1,126 @@
+"""Best-fit-decreasing placement: feasible, keeps current workers, and compared with the brute-force optimum."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formulations.problems import PlacementProblem
+from heuristics.placement import FreeIndex, best_fit_decreasing
+
+
+def compositions(n: int, k: int):
+    """All ways to put n identical workers on k servers."""
+    for cuts in itertools.combinations(range(n + k - 1), k - 1):
+        parts, prev = [], -1
+        for c in (*cuts, n + k - 1):
+            parts.append(c - prev - 1)
+            prev = c
+        yield tuple(parts)
+
+
+def lex_objective(problem: PlacementProblem, per_job) -> tuple[int, int, int]:
+    base_loaned = spans = moved = 0
+    cur = {}
+    for j, s, c in zip(problem.cur_job, problem.cur_server, problem.cur_count, strict=True):
+        cur[(int(j), int(s))] = int(c)
+    for j, counts in enumerate(per_job):
+        training = sum(n for s, n in enumerate(counts) if not problem.server_loaned[s])
+        base_loaned += max(0, int(problem.job_base[j]) - training)
+        spans += sum(1 for n in counts if n)
+        moved += sum(max(0, c - counts[s]) for (jj, s), c in cur.items() if jj == j)
+    return base_loaned, spans, moved
+
+
+def brute_force(problem: PlacementProblem):
+    S = problem.n_servers
+    options = [list(compositions(int(w), S)) for w in problem.job_workers]
+    best = None
+    for combo in itertools.product(*options):
+        used = np.zeros(S, dtype=np.int64)
+        for j, counts in enumerate(combo):
+            used += np.asarray(counts) * int(problem.job_gpus_per_worker[j])
+        if (used <= problem.server_free).all():
+            obj = lex_objective(problem, combo)
+            if best is None or obj < best:
+                best = obj
+    return best
+
+
+def check(problem: PlacementProblem, out) -> None:
+    used = np.zeros(problem.n_servers, dtype=np.int64)
+    for j, pairs in enumerate(out.placement.per_job):
+        assert sum(n for _, n in pairs) == out.placed[j] <= problem.job_workers[j]
+        for s, n in pairs:
+            assert n > 0
+            used[s] += n * int(problem.job_gpus_per_worker[j])
+    assert (used <= problem.server_free).all()
+
+
+@st.composite
+def tiny_problems(draw):
+    S = draw(st.integers(1, 3))
+    free = draw(st.lists(st.integers(0, 6), min_size=S, max_size=S))
+    loaned = draw(st.lists(st.booleans(), min_size=S, max_size=S))
+    J = draw(st.integers(1, 3))
+    gpw = draw(st.lists(st.sampled_from([1, 2]), min_size=J, max_size=J))
+    workers = draw(st.lists(st.integers(1, 3), min_size=J, max_size=J))
+    base = [draw(st.integers(1, w)) for w in workers]
+    return PlacementProblem.build(server_free=free, server_loaned=loaned, job_workers=workers, job_base=base,
+                                  job_gpus_per_worker=gpw)
+
+
+@settings(max_examples=150, deadline=None)
+@given(tiny_problems())
+def test_bfd_feasible_and_never_better_than_optimum(problem):
+    out = best_fit_decreasing(problem)
+    check(problem, out)
+    opt = brute_force(problem)
+    if (out.placed == problem.job_workers).all():
+        assert opt is not None
+        per_job = []
+        for pairs in out.placement.per_job:
+            counts = [0] * problem.n_servers
+            for s, n in pairs:
+                counts[s] = n
+            per_job.append(counts)
+        assert lex_objective(problem, per_job) >= opt
+        # where the training servers can hold all base demand one job at a time, BFD matches the optimum's (a)
+        if problem.n_jobs == 1:
+            assert lex_objective(problem, per_job)[0] == opt[0]
+
+
+def test_base_on_training_extras_on_loaned():
+    problem = PlacementProblem.build(server_free=[8, 8], server_loaned=[False, True], job_workers=[6],
+                                     job_base=[2], job_gpus_per_worker=[1])
+    out = best_fit_decreasing(problem)
+    assert dict(out.placement.per_job[0]) == {0: 2, 1: 4}
+
+
+def test_keeps_current_and_drops_loaned_first_when_shrinking():
+    problem = PlacementProblem.build(server_free=[8, 8], server_loaned=[False, True], job_workers=[3],
+                                     job_base=[2], job_gpus_per_worker=[1], cur_job=[0, 0], cur_server=[0, 1],
+                                     cur_count=[3, 3])
+    out = best_fit_decreasing(problem)
+    assert dict(out.placement.per_job[0]) == {0: 3}
+    assert out.placement.moved(problem) == 3
+
+
+def test_fragmentation_places_what_fits():
+    problem = PlacementProblem.build(server_free=[3, 3], server_loaned=[False, False], job_workers=[3],
+                                     job_base=[1], job_gpus_per_worker=[2])
+    out = best_fit_decreasing(problem)
+    assert int(out.placed[0]) == 2
+    check(problem, out)
+
+
+def test_free_index_capacity_and_best_fit():
+    idx = FreeIndex(np.array([3, 8, 5, 0]), np.array([0, 0, 1, 0]), 2)
+    assert idx.capacity(2, (0,)) == 1 + 4
+    assert idx.best_fit(0, 2) == 0
+    assert idx.largest(0) == 1
+    idx.take(1, 7)
+    assert idx.largest(0) == 0
+    assert idx.capacity(1, (0, 1)) == 3 + 1 + 5
