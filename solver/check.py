@@ -203,10 +203,12 @@ class _Checker:
     # -- servers -----------------------------------------------------------------------------------
 
     def _server_list(self, servers: dict, key: str) -> list[tuple[int, str]]:
-        """Validated ``servers.<key>`` entries as (index, id); structural errors are reported."""
+        """Validated ``servers.<key>`` entries as (index, id); structural errors are reported.
+
+        A missing list is the empty list (its default; the engine omits defaults).
+        """
         where = f"servers.{key}"
         if key not in servers:
-            self.add("malformed", where, f"missing field '{key}' (use [] for none)")
             return []
         value = servers[key]
         if not isinstance(value, list):
@@ -250,7 +252,7 @@ class _Checker:
         requested = raw.get("reclaim", 0) if isinstance(raw, dict) else 0
         requested = requested if _is_int(requested) and requested > 0 else 0
         expected = min(requested, self.loaned_count())
-        if isinstance(servers, dict) and isinstance(servers.get("reclaim"), list) and len(seen) != expected:
+        if isinstance(servers, dict) and isinstance(servers.get("reclaim", []), list) and len(seen) != expected:
             self.add("reclaim-count", "servers.reclaim",
                      f"{len(seen)} distinct servers reclaimed, expected min(reclaim={requested}, "
                      f"loaned={self.loaned_count()}) = {expected}")
