@@ -461,12 +461,20 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
                            placement=placement, packing=packing, time_limit=time_limit)
     cl = Cluster.of(snapshot)
     rec = reclaim_step(cl, settings)
+    log.info("reclaim: %d servers back (%s, %s), %d jobs shrunk, %d preempted", len(rec.servers),
+             rec.report.method, rec.report.status, len(rec.shrunk), len(rec.preempted))
     queued = [j for j, pl in enumerate(rec.placement) if pl is None]
     times_min = _times_at_min(cl, queued)
     borrowed = loan_step(cl, rec, queued)
+    log.info("loan: %d idle servers offered", len(borrowed))
     adm = admit_step(cl, rec, borrowed, queued, settings, times_min)
+    log.info("admit: %d of %d queued jobs (%s), %d donors", len(adm.admitted), len(queued), settings.queue,
+             len(adm.donors))
     sc = scale_step(cl, adm, rec, borrowed, settings)
+    log.info("scale: %s %s, objective %s, bound %s", sc.report.method, sc.report.status, sc.report.objective,
+             sc.report.bound)
     pl = place_step(cl, adm, sc, rec, borrowed, settings)
+    log.info("place: %s %s", pl.report.method, pl.report.status)
     return _decision(cl, rec, borrowed, adm, sc, pl, settings, time.perf_counter() - t0 if timings else None)
 
 
