@@ -75,11 +75,18 @@ class FreeIndex:
     def place(self, n: int, g: int, tiers: tuple[int, ...], out: dict[int, int]) -> int:
         """Put up to ``n`` workers of ``g`` GPUs on servers of ``tiers`` (in order); return how many fit.
 
-        Within a tier: one server that holds all the rest (best fit) if there is one, else the server
-        with most room, repeatedly; fewest servers spanned for the job that way.
+        Within a tier: first the servers already in ``out`` (the job's own), then one server that holds
+        all the rest (best fit) if there is one, else the server with most room, repeatedly; fewest servers
+        spanned for the job that way.
         """
         left = n
         for t in tiers:
+            for s in sorted(out):  # servers the job is already on come first: fewer servers spanned
+                if left and self.tier[s] == t and self.free[s] >= g:
+                    k = min(left, self.free[s] // g)
+                    self.take(s, k * g)
+                    out[s] += k
+                    left -= k
             while left > 0:
                 s = self.best_fit(t, left * g)
                 if s is not None:
