@@ -352,7 +352,9 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
         job = snap.jobs[j]
         cur = 0 if j in admitted else sum(adm.placement[j].values())
         untouched = cur > 0 and j not in rec.shrunk and j not in adm.donors
-        opts.append(JobOptions(job.throughput, job.min_workers, job.max_workers, job.remaining_work,
+        # a donor gave extra workers to base demand this round: it does not grow back in the same round
+        top = cur if j in adm.donors else job.max_workers
+        opts.append(JobOptions(job.throughput, job.min_workers, top, job.remaining_work,
                                job.gpus_per_worker, cur, job.restart_penalty if untouched else 0.0))
         if cur:
             extra_gpus += (cur - job.min_workers) * job.gpus_per_worker
