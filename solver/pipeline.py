@@ -423,22 +423,38 @@ def place_step(cl: Cluster, adm: Admitted, sc: Scaled, rec: Reclaimed, borrowed:
     per_job = out.placement.per_job
     report = StepReport("bfd", "feasible")
     if settings.placement == "exact" and moving:
-        from formulations.placement import solve_placement
-
-        exact_problem = PlacementProblem.build(
-            server_free=problem.server_free, server_loaned=problem.server_loaned, job_workers=out.placed,
-            job_base=problem.job_base, job_gpus_per_worker=problem.job_gpus_per_worker,
-            cur_job=cj, cur_server=cs, cur_count=cc)
-        res = solve_placement(exact_problem, method="cpsat", time_limit=settings.time_limit)
-        if res.placement is not None and res.status in (Status.OPTIMAL, Status.FEASIBLE):
-            per_job = res.placement.per_job
-            report = StepReport(res.method, str(res.status), None, None, res.gap)
-        else:
-            log.warning("exact placement gave %s; keeping best fit decreasing", res.status)
+        per_job, report = _exact_placement(problem, out, per_job, report, settings)
     placement = list(adm.placement)
     for i, j in enumerate(moving):
         placement[j] = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
     return Placed(tuple(placement), report)
+
+
+EXACT_PLACEMENT_MAX_PAIRS = 50_000  # job x server pairs beyond which the placement ILP is not attempted
+
+
+def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport, settings: Settings):
+    """The placement ILP on the servers that can take a worker (lossless: a full server takes none), with
+    best fit decreasing's worker counts; keeps the BFD answer when the ILP has none or is too large."""
+    from formulations.placement import solve_placement
+
+    keep = np.flatnonzero((problem.server_free > 0) | np.isin(np.arange(problem.n_servers), problem.cur_server))
+    pairs = problem.n_jobs * keep.size
+    if pairs > EXACT_PLACEMENT_MAX_PAIRS:
+        log.warning("placement ILP skipped: %d job-server pairs > %d; keeping best fit decreasing", pairs,
+                    EXACT_PLACEMENT_MAX_PAIRS)
+        return per_job, StepReport("bfd-fallback", "feasible")
+    remap = {int(s): i for i, s in enumerate(keep)}
+    sub = PlacementProblem.build(
+        server_free=problem.server_free[keep], server_loaned=problem.server_loaned[keep], job_workers=out.placed,
+        job_base=problem.job_base, job_gpus_per_worker=problem.job_gpus_per_worker, cur_job=problem.cur_job,
+        cur_server=[remap[int(s)] for s in problem.cur_server], cur_count=problem.cur_count)
+    res = solve_placement(sub, method="cpsat", time_limit=settings.time_limit)
+    if res.placement is None or res.status not in (Status.OPTIMAL, Status.FEASIBLE):
+        log.warning("exact placement gave %s; keeping best fit decreasing", res.status)
+        return per_job, StepReport("bfd-fallback", "feasible")
+    mapped = tuple(tuple((int(keep[s]), n) for s, n in pairs_) for pairs_ in res.placement.per_job)
+    return mapped, StepReport(res.method, str(res.status), None, None, res.gap)
 
 
 # ----------------------------------------------------------------------------------------------- decide

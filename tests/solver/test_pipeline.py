@@ -131,3 +131,26 @@ def test_queue_waits_when_full_and_sjf_admits_shortest():
     fifo = _round(snap, queue="fifo")[1]
     assert [k for k, v in sjf.jobs.items() if v.action == "run"] == ["q2"]
     assert [k for k, v in fifo.jobs.items() if v.action == "run"] == ["q0"]
+
+
+def _placement_objective(snap: dict, decision: dict) -> tuple[int, int]:
+    """(base-demand workers on loaned servers, servers spanned), summed over running jobs."""
+    training = {s["id"] for s in snap["servers"] if s["pool"] == "training"}
+    mins = {j["id"]: j["min_workers"] for j in snap["jobs"]}
+    base_loaned = spans = 0
+    for jid, jd in decision["jobs"].items():
+        if jd["action"] == "run":
+            on_training = sum(n for s, n in jd["placement"].items() if s in training)
+            base_loaned += max(0, mins[jid] - on_training)
+            spans += len(jd["placement"])
+    return base_loaned, spans
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_exact_placement_never_worse_than_bfd(seed):
+    snap = generate_snapshot(servers=16, jobs=30, seed=seed, running_share=0.4, reclaim=2)
+    data, _, bfd = _round(snap, placement="bfd")
+    _, exact_decision, exact = _round(snap, placement="exact", time_limit=20.0)
+    assert check_decision(json.loads(data), json.loads(exact)) == []
+    if exact_decision.summary.statuses["placement"] == "optimal":
+        assert _placement_objective(snap, json.loads(exact)) <= _placement_objective(snap, json.loads(bfd))
