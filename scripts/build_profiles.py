@@ -26,7 +26,8 @@ N_MAX, K_MAX = 64, 16
 
 
 def measured(folder: Path) -> tuple[int, dict[tuple[int, int], float]]:
-    rows = list(csv.DictReader(open(folder / "placements.csv")))
+    with open(folder / "placements.csv") as fh:
+        rows = list(csv.DictReader(fh))
     b = min(int(r["local_bsz"]) for r in rows)
     best: dict[tuple[int, int], float] = {}
 
@@ -38,9 +39,10 @@ def measured(folder: Path) -> tuple[int, dict[tuple[int, int], float]]:
         if int(r["local_bsz"]) == b:
             digits = [int(c) for c in r["placement"]]
             add(sum(digits), len(digits), float(r["step_time"]))
-    for r in csv.DictReader(open(folder / "scalability.csv")):
-        if int(r["local_bsz"]) == b:
-            add(int(r["num_replicas"]), int(r["num_nodes"]), float(r["step_time"]))
+    with open(folder / "scalability.csv") as fh:
+        for r in csv.DictReader(fh):
+            if int(r["local_bsz"]) == b:
+                add(int(r["num_replicas"]), int(r["num_nodes"]), float(r["step_time"]))
     return b, best
 
 
