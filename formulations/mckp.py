@@ -1,0 +1,464 @@
+"""Multiple-choice knapsack (MCKP): problem type, result type and the front door :func:`solve_mckp`.
+
+The problem (DESIGN "Scale"): classes ``i = 0..n-1``, each with items ``k`` of integer weight ``w_ik >= 0``
+and float value ``v_ik`` (may be negative); pick exactly one item per class so that the total weight is at
+most ``capacity`` and the total value is maximal.
+
+Methods (``solve_mckp(..., method=...)``):
+
+========== ==================================================================================
+``auto``   our fastest exact method (``core``)
+``core``   dominance + LP-dominance reduction, LP bound by slopes, core expansion by regret with
+           dynamic programming over sorted (weight, value) states (:mod:`formulations.mckp_core`)
+``bb``     alias of ``core`` (the state DP fathoms with LP bounds: a breadth-first branch and bound)
+``dp``     plain dynamic programming over capacity (:mod:`formulations.mckp_dp`), small capacities only
+``cpsat``  OR-Tools CP-SAT on integer-scaled values (:mod:`formulations.mckp_cpsat`)
+``cbc``    CBC through PuLP (:mod:`formulations.mckp_cbc`)
+``highs``  HiGHS through :func:`scipy.optimize.milp` (:mod:`formulations.mckp_highs`)
+``greedy`` Lyra-style marginal-gain greedy (:mod:`formulations.mckp_greedy`)
+``hull``   convex-hull (LP) greedy (:mod:`formulations.mckp_greedy`)
+========== ==================================================================================
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from formulations._result import Status, relative_gap
+
+__all__ = ["METHODS", "MCKPProblem", "MCKPResult", "solve_mckp"]
+
+#: Methods accepted by :func:`solve_mckp`.
+METHODS: tuple[str, ...] = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull")
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr.setflags(write=False)
+    return arr
+
+
+def _as_capacity(capacity: Any) -> int:
+    if isinstance(capacity, bool) or capacity is None:
+        raise ValueError(f"capacity: expected a non-negative integer, got {capacity!r}")
+    integral_real = isinstance(capacity, numbers.Real) and math.isfinite(float(capacity)) \
+        and float(capacity).is_integer()
+    if isinstance(capacity, numbers.Integral) or integral_real:
+        cap = int(capacity)
+    else:
+        raise ValueError(f"capacity: expected a non-negative integer, got {capacity!r}")
+    if cap < 0:
+        raise ValueError(f"capacity: must be >= 0, got {cap}")
+    return cap
+
+
+def _as_int_weights(arr: np.ndarray, name: str) -> np.ndarray:
+    """Convert to int64, refusing non-integral or non-finite entries."""
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64, copy=True)
+    if arr.dtype.kind == "b":
+        raise ValueError(f"{name}: expected integers, got booleans")
+    try:
+        f = arr.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: expected integers ({exc})") from None
+    if not np.all(np.isfinite(f)) or not np.all(f == np.floor(f)):
+        raise ValueError(f"{name}: expected integers, found a non-integral or non-finite entry")
+    if f.size and np.max(np.abs(f)) > 2.0**62:
+        raise ValueError(f"{name}: entries too large for int64")
+    return f.astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class MCKPProblem:
+    """A multiple-choice knapsack instance as padded, read-only arrays.
+
+    Attributes
+    ----------
+    weights : (n, m) int64
+        ``weights[i, k]`` is the weight of item ``k`` of class ``i``; entries with ``k >= sizes[i]`` are
+        padding (stored as 0) and ignored.
+    values : (n, m) float64
+        Item values (padding stored as 0.0).
+    sizes : (n,) int64
+        Number of items of each class, ``1 <= sizes[i] <= m``.
+    capacity : int
+        Knapsack capacity (``>= 0``; may be huge, e.g. ``10**9``; values of ``2**62`` or more, never binding,
+        are stored as ``2**62``).
+
+    Build with :meth:`from_ragged` or :meth:`from_padded`; both validate and raise ``ValueError`` naming the
+    offending argument.
+    """
+
+    weights: np.ndarray
+    values: np.ndarray
+    sizes: np.ndarray
+    capacity: int
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_padded(cls, weights: Any, values: Any, sizes: Any, capacity: Any) -> MCKPProblem:
+        """Build from padded ``(n, m)`` weight and value arrays and the per-class item counts.
+
+        Parameters
+        ----------
+        weights : array_like, (n, m)
+            Integer weights (``>= 0`` where valid). Padding entries may hold anything.
+        values : array_like, (n, m)
+            Finite values where valid. Padding entries may hold anything (NaN included).
+        sizes : array_like, (n,)
+            Items per class, ``1 <= sizes[i] <= m``.
+        capacity : int
+            ``>= 0``.
+
+        Raises
+        ------
+        ValueError
+            On a shape mismatch, an empty class, a negative or non-integral weight, a NaN/inf value or a
+            negative capacity; the message names the argument.
+        """
+        cap = _as_capacity(capacity)
+        v_raw = np.asarray(values)
+        w_raw = np.asarray(weights)
+        s_raw = np.asarray(sizes)
+        if w_raw.ndim != 2:
+            raise ValueError(f"weights: expected a 2-D (n, m) array, got shape {w_raw.shape}")
+        if v_raw.shape != w_raw.shape:
+            raise ValueError(f"values: shape {v_raw.shape} does not match weights shape {w_raw.shape}")
+        n, m = w_raw.shape
+        if s_raw.shape != (n,):
+            raise ValueError(f"sizes: expected shape ({n},), got {s_raw.shape}")
+        s = _as_int_weights(s_raw, "sizes")
+        if n and (np.any(s < 1)):
+            i = int(np.flatnonzero(s < 1)[0])
+            raise ValueError(f"sizes[{i}]: class {i} is empty (sizes must be >= 1)")
+        if n and np.any(s > m):
+            i = int(np.flatnonzero(s > m)[0])
+            raise ValueError(f"sizes[{i}]: {int(s[i])} exceeds the padded width {m}")
+        valid = np.arange(m)[None, :] < s[:, None]
+        try:
+            v = np.array(v_raw, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"values: expected real numbers ({exc})") from None
+        v[~valid] = 0.0
+        if not np.all(np.isfinite(v)):
+            i, k = (int(t[0]) for t in np.nonzero(~np.isfinite(v)))
+            raise ValueError(f"values[{i}][{k}]: must be finite, got {v[i, k]}")
+        if w_raw.dtype.kind == "f":
+            w_f = np.where(valid, w_raw, 0.0)
+            w = _as_int_weights(w_f, "weights")
+        else:
+            w = _as_int_weights(w_raw, "weights")
+            w[~valid] = 0
+        if np.any(w < 0):
+            i, k = (int(t[0]) for t in np.nonzero(w < 0))
+            raise ValueError(f"weights[{i}][{k}]: must be >= 0, got {int(w[i, k])}")
+        if n and float(w.max(axis=1).astype(np.float64).sum()) >= 2.0**62:
+            raise ValueError("weights: the heaviest items add up to 2**62 or more (int64 sums overflow)")
+        if cap >= 2**62:
+            # any capacity this large is non-binding (the total weight is below 2**62): keep int64 arithmetic
+            cap = 2**62
+        return cls(weights=_readonly(w), values=_readonly(v), sizes=_readonly(s), capacity=cap)
+
+    @classmethod
+    def from_ragged(cls, weights: Sequence[Sequence[int]], values: Sequence[Sequence[float]],
+                    capacity: Any) -> MCKPProblem:
+        """Build from per-class sequences: ``weights[i]`` and ``values[i]`` list the items of class ``i``.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`from_padded`, plus a class whose weights and values differ in length.
+        """
+        if isinstance(weights, np.ndarray) and weights.ndim == 2:
+            weights = list(weights)
+        if isinstance(values, np.ndarray) and values.ndim == 2:
+            values = list(values)
+        try:
+            n = len(weights)
+        except TypeError:
+            raise ValueError("weights: expected a sequence of per-class sequences") from None
+        try:
+            nv = len(values)
+        except TypeError:
+            raise ValueError("values: expected a sequence of per-class sequences") from None
+        if nv != n:
+            raise ValueError(f"values: {nv} classes, but weights has {n}")
+        sizes = np.zeros(n, dtype=np.int64)
+        for i in range(n):
+            try:
+                lw, lv = len(weights[i]), len(values[i])
+            except TypeError:
+                raise ValueError(f"weights[{i}]: expected a sequence of items") from None
+            if lw != lv:
+                raise ValueError(f"values[{i}]: {lv} items, but weights[{i}] has {lw}")
+            if lw == 0:
+                raise ValueError(f"weights[{i}]: class {i} is empty")
+            sizes[i] = lw
+        m = int(sizes.max()) if n else 0
+        w = np.zeros((n, m), dtype=np.int64)
+        v = np.zeros((n, m), dtype=np.float64)
+        for i in range(n):
+            k = int(sizes[i])
+            try:
+                wi = np.asarray(weights[i])
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"weights[{i}]: expected integers ({exc})") from None
+            if wi.dtype == object:
+                try:
+                    wi = np.asarray(wi.tolist(), dtype=np.float64)
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise ValueError(f"weights[{i}]: expected integers ({exc})") from None
+            w[i, :k] = _as_int_weights(wi.reshape(-1), f"weights[{i}]")
+            try:
+                v[i, :k] = np.asarray(values[i], dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"values[{i}]: expected real numbers ({exc})") from None
+        return cls.from_padded(w, v, sizes, capacity)
+
+    @classmethod
+    def from_dict(cls, obj: Any) -> MCKPProblem:
+        """Build from the DESIGN "MCKP instance" object.
+
+        ``{"capacity": 10, "classes": [{"weights": [0, 2, 4], "values": [0.0, 5.5, 7.0]}, ...]}``.
+
+        Raises
+        ------
+        ValueError
+            With the field path in front, e.g. ``classes[3].weights[1]: must be >= 0, got -2``.
+        """
+        if not isinstance(obj, dict):
+            raise ValueError(f"(root): expected an object, got {type(obj).__name__}")
+        if "capacity" not in obj:
+            raise ValueError("capacity: missing")
+        classes = obj.get("classes")
+        if not isinstance(classes, list):
+            raise ValueError("classes: expected a list of {weights, values} objects")
+        weights, values = [], []
+        for i, c in enumerate(classes):
+            if not isinstance(c, dict):
+                raise ValueError(f"classes[{i}]: expected an object with weights and values")
+            for key in ("weights", "values"):
+                if not isinstance(c.get(key), list):
+                    raise ValueError(f"classes[{i}].{key}: expected a list")
+            if any(isinstance(x, bool) for x in c["weights"] + c["values"]):
+                raise ValueError(f"classes[{i}]: booleans are not numbers here")
+            weights.append(c["weights"])
+            values.append(c["values"])
+        try:
+            return cls.from_ragged(weights, values, obj["capacity"])
+        except ValueError as exc:
+            msg = re.sub(r"(?<![.\w])(weights|values)\[(\d+)\](\[\d+\])?",
+                         lambda m: f"classes[{m.group(2)}].{m.group(1)}{m.group(3) or ''}", str(exc))
+            raise ValueError(msg) from None
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def n_classes(self) -> int:
+        """Number of classes ``n``."""
+        return int(self.sizes.shape[0])
+
+    @property
+    def max_items(self) -> int:
+        """Padded width ``m``."""
+        return int(self.weights.shape[1])
+
+    @property
+    def n_items(self) -> int:
+        """Total number of (non-padding) items."""
+        return int(self.sizes.sum())
+
+    def valid_mask(self) -> np.ndarray:
+        """``(n, m)`` boolean mask of the non-padding entries."""
+        return np.arange(self.max_items)[None, :] < self.sizes[:, None]
+
+    def min_weight(self) -> int:
+        """Sum over classes of the lightest item's weight (the instance is feasible iff this fits)."""
+        if self.n_classes == 0:
+            return 0
+        w = np.where(self.valid_mask(), self.weights, np.iinfo(np.int64).max)
+        return int(w.min(axis=1).sum())
+
+    def is_feasible(self) -> bool:
+        """Whether some choice fits the capacity."""
+        return self.min_weight() <= self.capacity
+
+    def choice_weight(self, choice: Sequence[int]) -> int:
+        """Total weight of a choice (one item index per class)."""
+        c = np.asarray(choice, dtype=np.int64)
+        if self.n_classes == 0:
+            return 0
+        return int(self.weights[np.arange(self.n_classes), c].sum())
+
+    def choice_value(self, choice: Sequence[int]) -> float:
+        """Total value of a choice (summed in class order, deterministic)."""
+        c = np.asarray(choice, dtype=np.int64)
+        if self.n_classes == 0:
+            return 0.0
+        return float(self.values[np.arange(self.n_classes), c].sum())
+
+    def to_ragged(self) -> tuple[list[list[int]], list[list[float]]]:
+        """Per-class lists of weights and values (padding removed)."""
+        ws = [self.weights[i, : self.sizes[i]].tolist() for i in range(self.n_classes)]
+        vs = [self.values[i, : self.sizes[i]].tolist() for i in range(self.n_classes)]
+        return ws, vs
+
+
+@dataclass(frozen=True)
+class MCKPResult:
+    """Answer of an MCKP solver.
+
+    Attributes
+    ----------
+    status : Status
+        ``optimal`` (proven), ``feasible`` (a choice, not proven optimal), ``infeasible`` (proven: the
+        lightest items exceed the capacity) or ``no_solution`` (a limit was hit before any choice).
+    objective : float or None
+        Total value of ``choice``, recomputed from the problem's values.
+    bound : float or None
+        Proven upper bound on the optimum (original units), when known.
+    gap : float or None
+        :func:`formulations.relative_gap` of objective and bound.
+    choice : tuple of int or None
+        Item index (into the problem's item list) chosen in each class.
+    time_s : float
+        Wall-clock seconds spent in the solver.
+    method : str
+        Method that produced the answer (``"core"``, ``"dp"``, ``"cpsat"``, ...).
+    backend_status : str
+        The backend's own status string (e.g. CP-SAT ``"OPTIMAL"``, ``"time_limit"``).
+    """
+
+    status: Status
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    choice: tuple[int, ...] | None
+    time_s: float
+    method: str
+    backend_status: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The DESIGN "MCKP instance" answer as a plain dict."""
+        return {
+            "status": str(self.status),
+            "objective": self.objective,
+            "bound": self.bound,
+            "gap": self.gap,
+            "choice": None if self.choice is None else list(self.choice),
+            "time_s": self.time_s,
+            "method": self.method,
+        }
+
+
+def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None, bound: float | None, *,
+                proven: bool, start: float, method: str, backend_status: str) -> MCKPResult:
+    """Assemble a result: recompute the objective from the problem, derive status and gap.
+
+    ``proven`` marks a choice proven optimal by the method. Without a choice the status is ``no_solution``.
+    A choice whose objective meets the bound (to :func:`relative_gap`'s 1e-9) is reported ``optimal``.
+    """
+    elapsed = time.perf_counter() - start
+    if choice is None:
+        return MCKPResult(Status.NO_SOLUTION, None, bound, None, None, elapsed, method, backend_status)
+    ch = tuple(np.asarray(choice, dtype=np.int64).reshape(-1).tolist())
+    obj = problem.choice_value(ch)
+    if proven and (bound is None or bound < obj):
+        bound = obj
+    gap = relative_gap(obj, bound)
+    status = Status.OPTIMAL if (proven or gap == 0.0) else Status.FEASIBLE
+    if status is Status.OPTIMAL and gap is None:
+        gap = 0.0
+    return MCKPResult(status, obj, bound, gap, ch, elapsed, method, backend_status)
+
+
+def infeasible_result(start: float, method: str, backend_status: str = "infeasible") -> MCKPResult:
+    """The result for a proven-infeasible instance."""
+    return MCKPResult(Status.INFEASIBLE, None, None, None, None, time.perf_counter() - start, method,
+                      backend_status)
+
+
+def _coerce_problem(problem_or_weights: Any, values: Any, capacity: Any) -> MCKPProblem:
+    if isinstance(problem_or_weights, MCKPProblem):
+        if values is not None or capacity is not None:
+            raise ValueError("values/capacity: give them only with ragged weights, not with an MCKPProblem")
+        return problem_or_weights
+    if values is None:
+        raise ValueError("values: required when the first argument is not an MCKPProblem")
+    if capacity is None:
+        raise ValueError("capacity: required when the first argument is not an MCKPProblem")
+    return MCKPProblem.from_ragged(problem_or_weights, values, capacity)
+
+
+def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
+               values: Sequence[Sequence[float]] | None = None, capacity: int | None = None, *,
+               method: str = "auto", time_limit: float | None = None, **options: Any) -> MCKPResult:
+    """Solve a multiple-choice knapsack problem.
+
+    Parameters
+    ----------
+    problem_or_weights : MCKPProblem or sequence of sequences of int
+        The problem, or the per-class weights (then ``values`` and ``capacity`` are required).
+    values : sequence of sequences of float, optional
+        Per-class values (ragged form only).
+    capacity : int, optional
+        Capacity (ragged form only).
+    method : str
+        One of :data:`METHODS`; ``"auto"`` is the fastest exact method (``core``).
+    time_limit : float, optional
+        Seconds; when hit, the best choice found so far is returned with status ``feasible`` plus bound and
+        gap (or ``no_solution`` when there is none).
+    **options
+        Passed to the method (e.g. ``num_workers`` for CP-SAT, ``threads`` for CBC, ``max_cells`` for DP).
+
+    Returns
+    -------
+    MCKPResult
+
+    Raises
+    ------
+    ValueError
+        Unknown method, invalid instance, or ``method="dp"`` on a capacity too large for a dense table.
+    """
+    problem = _coerce_problem(problem_or_weights, values, capacity)
+    if time_limit is not None and not (time_limit >= 0):
+        raise ValueError(f"time_limit: must be >= 0 seconds, got {time_limit!r}")
+    if method in ("auto", "core", "bb"):
+        from formulations.mckp_core import solve_core
+
+        res = solve_core(problem, time_limit=time_limit, **options)
+        if method != "core":
+            res = MCKPResult(res.status, res.objective, res.bound, res.gap, res.choice, res.time_s,
+                             method if method == "bb" else "core", res.backend_status)
+        return res
+    if method == "dp":
+        from formulations.mckp_dp import solve_dp
+
+        return solve_dp(problem, time_limit=time_limit, **options)
+    if method == "greedy":
+        from formulations.mckp_greedy import solve_greedy
+
+        return solve_greedy(problem, time_limit=time_limit, **options)
+    if method == "hull":
+        from formulations.mckp_greedy import solve_hull
+
+        return solve_hull(problem, time_limit=time_limit, **options)
+    if method == "cpsat":
+        from formulations.mckp_cpsat import solve_cpsat
+
+        return solve_cpsat(problem, time_limit=time_limit, **options)
+    if method == "cbc":
+        from formulations.mckp_cbc import solve_cbc
+
+        return solve_cbc(problem, time_limit=time_limit, **options)
+    if method == "highs":
+        from formulations.mckp_highs import solve_highs
+
+        return solve_highs(problem, time_limit=time_limit, **options)
+    raise ValueError(f"method: unknown method {method!r}; expected one of {', '.join(METHODS)}")

@@ -1,0 +1,136 @@
+"""MCKP with CBC through PuLP (reference backend).
+
+Model as in :mod:`formulations.mckp_highs`. PuLP reports a time-limited CBC run with an incumbent as
+``LpStatusOptimal``; the solution status ``prob.sol_status`` tells them apart (``LpSolutionOptimal`` = proven,
+``LpSolutionIntegerFeasible`` = limit hit with an incumbent). The bound is read from CBC's log (``Upper
+bound:`` for a maximisation, else ``best possible`` of the partial-search line); ``None`` when absent.
+
+References
+----------
+Forrest, J., Lougee-Heimer, R. (2005). CBC user guide. COIN-OR, https://github.com/coin-or/Cbc.
+Mitchell, S., O'Sullivan, M., Dunning, I. (2011). PuLP: a linear programming toolkit for Python.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+from formulations.mckp import MCKPProblem, MCKPResult, infeasible_result, make_result
+
+__all__ = ["parse_cbc_bound", "solve_cbc"]
+
+_UPPER = re.compile(r"^Upper bound:\s*([-+0-9.eE]+)", re.MULTILINE)
+_BEST_POSSIBLE = re.compile(r"best possible\s*([-+0-9.eE]+)")
+
+
+def _safe_float(text: str) -> float:
+    """A printed number, raised by one unit of its last printed digit (CBC rounds what it prints)."""
+    x = float(text)
+    mant = text.lower().split("e")[0]
+    decimals = len(mant.split(".")[1]) if "." in mant else 0
+    exp = int(text.lower().split("e")[1]) if "e" in text.lower() else 0
+    return x + 10.0 ** (exp - decimals)
+
+
+def parse_cbc_bound(log: str) -> float | None:
+    """The proven upper bound of a CBC maximisation run, from its log text (``None`` if not found).
+
+    CBC prints rounded numbers, so the value is raised by one unit of its last printed digit to stay a
+    valid bound.
+    """
+    m = _UPPER.search(log)
+    if m:
+        try:
+            return _safe_float(m.group(1))
+        except ValueError:
+            pass
+    hits = _BEST_POSSIBLE.findall(log)
+    if hits:
+        try:
+            # CBC minimises the negated objective internally
+            return -float(hits[-1]) + (_safe_float(hits[-1]) - float(hits[-1]))
+        except ValueError:
+            return None
+    return None
+
+
+def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads: int = 1) -> MCKPResult:
+    """Solve MCKP with CBC via PuLP.
+
+    Parameters
+    ----------
+    problem : MCKPProblem
+    time_limit : float, optional
+        Seconds (CBC ``sec``); when hit, the incumbent comes back ``feasible`` with the bound from the log,
+        or ``no_solution``.
+    threads : int
+        CBC threads.
+
+    Returns
+    -------
+    MCKPResult
+        ``method="cbc"``; ``backend_status`` is ``"<LpStatus>/<LpSolution status>"``.
+
+    Notes
+    -----
+    Exponential in the worst case (LP-based branch and cut); model building in PuLP is pure Python.
+    """
+    import pulp
+
+    start = time.perf_counter()
+    n = problem.n_classes
+    if n == 0:
+        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start,
+                           method="cbc", backend_status="empty")
+    if not problem.is_feasible():
+        return infeasible_result(start, "cbc")
+    prob = pulp.LpProblem("mckp", pulp.LpMaximize)
+    xs: list[list[pulp.LpVariable]] = []
+    for i in range(n):
+        xs.append([prob.add_variable(f"x_{i}_{k}", 0, 1, cat="Binary") for k in range(int(problem.sizes[i]))])
+    prob += pulp.lpSum(float(problem.values[i, k]) * x for i in range(n) for k, x in enumerate(xs[i]))
+    for i in range(n):
+        prob += pulp.lpSum(xs[i]) == 1, f"class_{i}"
+    prob += pulp.lpSum(int(problem.weights[i, k]) * x for i in range(n) for k, x in enumerate(xs[i])) \
+        <= int(problem.capacity), "capacity"
+    with tempfile.TemporaryDirectory(prefix="lyra_cbc_") as tmp:
+        log_path = os.path.join(tmp, "cbc.log")
+        kwargs: dict = {"msg": False, "logPath": log_path, "gapRel": 0.0, "threads": int(threads)}
+        if time_limit is not None:
+            kwargs["timeLimit"] = max(float(time_limit), 0.01)
+        with warnings.catch_warnings():
+            # PuLP 3.x announces the bundled-CBC interface's removal in 4.0; it is the one bundled here
+            warnings.simplefilter("ignore", DeprecationWarning)
+            cmd = pulp.PULP_CBC_CMD(**kwargs)
+        prob.solve(cmd)
+        try:
+            with open(log_path, encoding="utf-8", errors="replace") as fh:
+                log = fh.read()
+        except OSError:
+            log = ""
+    sol = prob.sol_status
+    name = f"{pulp.LpStatus.get(prob.status, prob.status)}/{pulp.LpSolution.get(sol, sol)}"
+    # feasibility was established above (the lightest items fit): an "Infeasible" from PuLP here is a run
+    # stopped before it found a solution, not a proof
+    bound = parse_cbc_bound(log)
+    if bound is not None and not math.isfinite(bound):
+        bound = None
+    choice = None
+    if sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        choice = np.full(n, -1, dtype=np.int64)
+        for i in range(n):
+            for k, x in enumerate(xs[i]):
+                val = x.value()
+                if val is not None and val > 0.5:
+                    choice[i] = k
+                    break
+        if np.any(choice < 0) or problem.choice_weight(choice) > problem.capacity:
+            choice = None
+    return make_result(problem, choice, bound, proven=sol == pulp.LpSolutionOptimal and choice is not None,
+                       start=start, method="cbc", backend_status=name)
