@@ -490,7 +490,7 @@ def solve_reclaim(problem: ReclaimProblem, *, method: str = "cpsat", time_limit:
     server's ``x_s`` as its ``z_j``. NP-hard in general (it contains densest-k-subgraph-like covering), but
     cluster instances solve in few nodes: 1,000 loaned servers x ~3,200 jobs are proven optimal in
     0.2-1.3 s, jobs scattered at random over 1,000 servers in under 7 s (2 cores, one CP-SAT worker;
-    see BENCHMARKS.reclaim.md).
+    see BENCHMARKS.md).
 
     References
     ----------
