@@ -346,26 +346,24 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
     snap = cl.snap
     jobs = tuple(j for j, pl in enumerate(adm.placement) if pl)
     admitted = set(adm.admitted)
+    cur = {j: 0 if j in admitted else sum(adm.placement[j].values()) for j in jobs}
+    extra_gpus = sum((c - snap.jobs[j].min_workers) * snap.jobs[j].gpus_per_worker for j, c in cur.items() if c)
+    usable = usable_servers(cl, rec, borrowed)
+    capacity = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum()) + extra_gpus
     opts = []
-    extra_gpus = 0
     for j in jobs:
-        job = snap.jobs[j]
-        cur = 0 if j in admitted else sum(adm.placement[j].values())
-        untouched = cur > 0 and j not in rec.shrunk and j not in adm.donors
-        # a donor gave extra workers to base demand this round: it does not grow back in the same round
-        top = cur if j in adm.donors else job.max_workers
+        job, c = snap.jobs[j], cur[j]
+        untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
+        # a donor gave extra workers to base demand this round: it does not grow back in the same round;
+        # options heavier than the whole capacity can never be chosen (lossless cut of the table's width)
+        top = c if j in adm.donors else min(job.max_workers, job.min_workers + capacity // job.gpus_per_worker)
         opts.append(JobOptions(job.throughput, job.min_workers, top, job.remaining_work,
-                               job.gpus_per_worker, cur, job.restart_penalty if untouched else 0.0))
-        if cur:
-            extra_gpus += (cur - job.min_workers) * job.gpus_per_worker
+                               job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0))
     if not jobs:
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
                                      np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
     table = value_table(opts, server_gpus=cl.server_gpus)
-    usable = usable_servers(cl, rec, borrowed)
-    free = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum())
-    capacity = free + extra_gpus
     elastic = np.flatnonzero(table.sizes > 1)
     targets = table.min_workers.copy()
     if elastic.size == 0:
