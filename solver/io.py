@@ -179,5 +179,9 @@ def write_atomic(path: str, data: bytes) -> None:
         return
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(target)
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise InputError("$", f"cannot write the output: {err.strerror or err}", path) from None

@@ -113,3 +113,11 @@ def test_generate_then_decide(tmp_path):
     out = tmp_path / "d.json"
     assert run("decide", str(snap), "-o", str(out), "--allocation", "greedy").returncode == 0
     assert run("check", str(snap), str(out)).returncode == 0
+
+
+def test_unwritable_output_is_exit_2_and_leaves_nothing(tmp_path):
+    out = tmp_path / "missing-dir" / "d.json"
+    res = run("decide", str(EXAMPLE), "-o", str(out))
+    assert res.returncode == 2
+    assert "cannot write" in res.stderr.decode() and len(res.stderr.decode().strip().splitlines()) == 1
+    assert not out.parent.exists()
