@@ -121,3 +121,24 @@ def test_unwritable_output_is_exit_2_and_leaves_nothing(tmp_path):
     assert res.returncode == 2
     assert "cannot write" in res.stderr.decode() and len(res.stderr.decode().strip().splitlines()) == 1
     assert not out.parent.exists()
+
+
+BROKEN = ROOT / "tests" / "solver" / "broken_decisions"
+BROKEN_EXPECTED = json.loads((BROKEN / "expected.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_EXPECTED))
+def test_check_command_exits_1_naming_the_rule(name, capsys):
+    from solver.cli import main
+
+    rc = main(["check", str(BROKEN / "snapshot.json"), str(BROKEN / name)])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert BROKEN_EXPECTED[name] in out
+
+
+def test_check_command_accepts_the_valid_decision(capsys):
+    from solver.cli import main
+
+    assert main(["check", str(BROKEN / "snapshot.json"), str(BROKEN / "valid.json")]) == 0
+    assert capsys.readouterr().out.startswith("ok")
