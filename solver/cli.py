@@ -55,7 +55,7 @@ def cmd_decide(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from solver.check import check_decision, format_violations
+    from solver.check import check_decision_text, format_violations
 
     snap_bytes = io.read_bytes(args.snapshot)
     try:
@@ -65,10 +65,10 @@ def cmd_check(args) -> int:
     dec_name = "<stdin>" if args.decision == "-" else args.decision
     dec_bytes = io.read_bytes(args.decision)
     try:
-        decision = json.loads(dec_bytes)
-    except (ValueError, RecursionError) as err:
+        json.loads(dec_bytes)
+    except (ValueError, RecursionError) as err:  # not a decision at all: bad input, not a broken rule
         raise InputError("$", f"not valid JSON: {err}", dec_name) from None
-    violations = check_decision(json.loads(snap_bytes), decision)
+    violations = check_decision_text(json.loads(snap_bytes), dec_bytes)
     if violations:
         print(format_violations(violations))
         print(f"{len(violations)} rule(s) broken", file=sys.stderr)
