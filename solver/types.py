@@ -13,8 +13,9 @@ from msgspec import Meta
 
 FORMAT_VERSION = 1
 
-PositiveInt = Annotated[int, Meta(ge=1)]
-NonNegInt = Annotated[int, Meta(ge=0)]
+MAX_INT = 2**31 - 1  # counts (GPUs, workers, servers) stay far from int64 overflow in products and sums
+PositiveInt = Annotated[int, Meta(ge=1, le=MAX_INT)]
+NonNegInt = Annotated[int, Meta(ge=0, le=MAX_INT)]
 NonNegFloat = Annotated[float, Meta(ge=0)]
 PositiveFloat = Annotated[float, Meta(gt=0)]
 Id = Annotated[str, Meta(min_length=1)]
@@ -90,7 +91,7 @@ class Job(_Struct):
     throughput: Throughput
     gpus_per_worker: PositiveInt = 1
     submit_time: float = 0.0
-    placement: dict[ServerId, int] | None = None
+    placement: dict[ServerId, Annotated[int, Meta(le=MAX_INT)]] | None = None
     restart_penalty: NonNegFloat = 0.0
     preemption_penalty: NonNegFloat = 0.0
     attained_service: NonNegFloat = 0.0

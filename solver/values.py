@@ -110,7 +110,7 @@ def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> Value
     cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
     pen = np.fromiter((j.restart_penalty for j in jobs), np.float64, n)
     a_rate, a_work, a_w, a_cur, a_pen = (xp.asarray(a) for a in (rate, work, w, cur, pen))
-    times = a_work[:, None] / a_rate
+    times = xp.minimum(a_work[:, None] / a_rate, TIME_CAP)
     restart = (a_cur[:, None] > 0) & (a_w != a_cur[:, None])
     values = times[:, :1] - times - a_pen[:, None] * restart
     values, times = _to_numpy(values), _to_numpy(times)
@@ -118,6 +118,10 @@ def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> Value
     weights = gpw[:, None] * (w - mins[:, None])
     return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins)
 
+
+#: Remaining times are capped here (seconds, about 30 million years) so that absurd but valid inputs
+#: (huge work, tiny rates) give finite values instead of ``inf - inf``.
+TIME_CAP = 1e15
 
 _KIND = {PowerThroughput: 0, TableThroughput: 1, ProfileThroughput: 2}
 
@@ -135,8 +139,8 @@ def value_table_scalar(jobs: list[JobOptions], *, server_gpus: int = 8) -> list[
     out = []
     for j in jobs:
         def t(w: int, j=j) -> float:
-            return j.remaining_work / rate_one(j.throughput, w, gpus_per_worker=j.gpus_per_worker,
-                                               server_gpus=server_gpus)
+            r = rate_one(j.throughput, w, gpus_per_worker=j.gpus_per_worker, server_gpus=server_gpus)
+            return min(j.remaining_work / r, TIME_CAP)
         row = []
         for w in range(j.min_workers, j.max_workers + 1):
             v = t(j.min_workers) - t(w)

@@ -145,3 +145,25 @@ def test_check_command_accepts_the_valid_decision(capsys):
 
     assert main(["check", str(BROKEN / "snapshot.json"), str(BROKEN / "valid.json")]) == 0
     assert capsys.readouterr().out.startswith("ok")
+
+
+@pytest.mark.parametrize("field, value", [("min_workers", 10**20), ("max_workers", 2**31), ("gpus_per_worker", 10**12)])
+def test_huge_integers_are_bad_input_not_a_crash(tmp_path, field, value):
+    snap = json.loads(EXAMPLE.read_bytes())
+    snap["jobs"][4][field] = value
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(snap))
+    res = run("decide", str(f))
+    assert res.returncode == 2, res.stderr
+    assert f"jobs[4].{field}" in res.stderr.decode()
+
+
+def test_absurd_but_valid_numbers_still_decide(tmp_path):
+    snap = json.loads(EXAMPLE.read_bytes())
+    snap["jobs"][4]["remaining_work"] = 1e308
+    snap["jobs"][6]["throughput"] = {"kind": "power", "rate_per_worker": 1e-300, "exponent": 1.0}
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(snap))
+    out = tmp_path / "d.json"
+    assert run("decide", str(f), "-o", str(out)).returncode == 0
+    assert run("check", str(f), str(out)).returncode == 0
