@@ -82,8 +82,11 @@ def cmd_mckp(args) -> int:
 
     _out_guard(args.output, [args.instance])
     inst = io.load(args.instance, io.parse_mckp)
-    problem = MCKPProblem.from_ragged([c.weights for c in inst.classes], [c.values for c in inst.classes],
-                                      inst.capacity)
+    try:
+        problem = MCKPProblem.from_ragged([c.weights for c in inst.classes], [c.values for c in inst.classes],
+                                          inst.capacity)
+    except ValueError as err:  # e.g. weights whose sums overflow int64
+        raise InputError("classes", str(err), args.instance) from None
     try:
         res = solve_mckp(problem, method=args.method, time_limit=args.time_limit)
     except ValueError as err:  # e.g. the dense DP refusing a huge capacity

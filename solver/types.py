@@ -164,15 +164,18 @@ class Decision(_Struct, omit_defaults=False):
 
 
 # --------------------------------------------------------------------------------------- MCKP
+BigNonNegInt = Annotated[int, Meta(ge=0, le=2**62)]
+
+
 class MCKPClass(_Struct):
-    weights: Annotated[list[NonNegInt], Meta(min_length=1)]
+    weights: Annotated[list[BigNonNegInt], Meta(min_length=1)]
     values: Annotated[list[float], Meta(min_length=1)]
 
 
 class MCKPInstance(_Struct):
     """Pick exactly one item per class, total weight <= capacity, maximise total value."""
 
-    capacity: NonNegInt
+    capacity: BigNonNegInt
     classes: list[MCKPClass]
 
 
