@@ -82,15 +82,16 @@ def cmd_mckp(args) -> int:
 
     _out_guard(args.output, [args.instance])
     inst = io.load(args.instance, io.parse_mckp)
+    name = "<stdin>" if args.instance == "-" else args.instance
     try:
         problem = MCKPProblem.from_ragged([c.weights for c in inst.classes], [c.values for c in inst.classes],
                                           inst.capacity)
     except ValueError as err:  # e.g. weights whose sums overflow int64
-        raise InputError("classes", str(err), args.instance) from None
+        raise InputError("classes", str(err), name) from None
     try:
         res = solve_mckp(problem, method=args.method, time_limit=args.time_limit)
     except ValueError as err:  # e.g. the dense DP refusing a huge capacity
-        raise InputError("$", f"method {args.method}: {err}", args.instance) from None
+        raise InputError("$", f"method {args.method}: {err}", name) from None
     answer = MCKPAnswer(status=str(res.status), objective=res.objective, bound=res.bound, gap=res.gap,
                         choice=None if res.choice is None else list(res.choice), method=res.method,
                         time_s=round(res.time_s, 6) if args.timings else None)
