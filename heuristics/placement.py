@@ -3,6 +3,12 @@
 Base demand goes to training servers first, flexible (extra) workers to loaned servers first, so that a
 later reclaim shrinks jobs instead of preempting them. Workers a job already has on a server are kept
 (up to its new count); a shrinking job gives up workers on loaned servers first.
+
+References
+----------
+Li et al., "Lyra: Elastic Scheduling for Deep Learning Clusters", EuroSys 2023 (flexible workers on loaned
+servers so that reclaiming shrinks jobs rather than preempting them); Johnson, "Near-optimal bin packing
+algorithms", MIT 1973 (best fit decreasing).
 """
 from __future__ import annotations
 

@@ -2,6 +2,11 @@
 
 One public function, :func:`queue_order`. Ties always break by submit time, then by position, so the order
 is a pure function of the inputs.
+
+References
+----------
+Li et al., "Lyra: Elastic Scheduling for Deep Learning Clusters", EuroSys 2023 (SJF by remaining time at
+base demand); Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning", NSDI 2019 (LAS).
 """
 from __future__ import annotations
 

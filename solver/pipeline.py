@@ -13,6 +13,14 @@
 
 Borrowed servers that end up hosting no worker are not borrowed. The output is a :class:`Decision` whose
 bytes depend on the snapshot and the options only (timings are added only on request).
+
+Running time of a heuristic round: O(S + J log J + H) for S servers, J jobs and H placement entries, plus the
+allocation solver (the exact MCKP core is typically milliseconds on 5,000 classes).
+
+References
+----------
+Li et al., "Lyra: Elastic Scheduling for Deep Learning Clusters", EuroSys 2023 (capacity loaning, server
+preemption cost, JCT-reduction values, knapsack-driven scaling).
 """
 from __future__ import annotations
 
