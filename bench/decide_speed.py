@@ -10,9 +10,9 @@ import argparse
 import statistics
 import time
 
-from bench.generate import generate_snapshot
-from solver import io
-from solver.pipeline import decide
+from lyra_solver import io
+from lyra_solver.bench.generate import generate_snapshot
+from lyra_solver.pipeline import decide
 
 TARGET_S = 0.5
 

@@ -9,8 +9,7 @@ not fit is queued). The inference side asks for up to 5 loaned servers back.
 from __future__ import annotations
 
 import numpy as np
-
-from solver.types import PROFILE_MODELS
+from lyra_solver.types import PROFILE_MODELS
 
 
 def generate_snapshot(*, servers: int = 100, jobs: int = 300, seed: int = 0, gpus: int = 8,

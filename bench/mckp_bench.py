@@ -11,7 +11,7 @@ Cases (the issue's targets):
   with a time limit (60 s by default).
 * ``pisinger``: every Pisinger class, 1,000 x 10, R = 1,000 and 10,000; ours only (with a time limit).
 
-Usage: ``python -m bench.mckp_bench [--quick] [--cases a,b,c,pisinger] [--time-limit S] [--output FILE]``
+Usage: ``python -m lyra_solver.bench.mckp_bench [--quick] [--cases a,b,c,pisinger] [--time-limit S] [--output FILE]``
 (exposed as ``lyra-solver bench mckp``). Prints a markdown table; ``--output`` also writes it to a file.
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.mckp_instances import PISINGER_KINDS, cluster, pisinger
-from formulations.mckp import MCKPProblem, MCKPResult, solve_mckp
+from lyra_solver.bench.mckp_instances import PISINGER_KINDS, cluster, pisinger
+from lyra_solver.formulations.mckp import MCKPProblem, MCKPResult, solve_mckp
 
 __all__ = ["Row", "main", "run_cases"]
 

@@ -34,8 +34,7 @@ Kellerer, H., Pferschy, U., Pisinger, D. (2004). Knapsack Problems, ch. 11. Spri
 from __future__ import annotations
 
 import numpy as np
-
-from formulations.mckp import MCKPProblem
+from lyra_solver.formulations.mckp import MCKPProblem
 
 __all__ = ["PISINGER_KINDS", "cluster", "pisinger", "pisinger_capacity"]
 

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from bench.reclaim_instances import (
+from lyra_solver.bench.reclaim_instances import (
     alibaba_load_curve,
     default_qps_path,
     generate_cluster,
@@ -34,10 +33,10 @@ from bench.reclaim_instances import (
     reclaim_events,
     with_count,
 )
-from formulations import Status
-from formulations.problems import ReclaimProblem
-from formulations.reclaim import ReclaimResult, solve_reclaim
-from heuristics.reclaim import fewest_jobs_reclaim, greedy_reclaim, random_reclaim
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.problems import ReclaimProblem
+from lyra_solver.formulations.reclaim import ReclaimResult, solve_reclaim
+from lyra_solver.heuristics.reclaim import fewest_jobs_reclaim, greedy_reclaim, random_reclaim
 
 __all__ = ["main", "run_instance"]
 

@@ -4,14 +4,14 @@ This package imports no other package of the project. Front doors: :func:`solve_
 :func:`solve_reclaim` (server reclamation), :func:`solve_placement` and :func:`solve_joint` (placement).
 Backends (OR-Tools, PuLP, SciPy's HiGHS, numba) are imported only when a method needs them.
 """
-from formulations._result import Status, relative_gap
-from formulations.mckp import MCKPProblem, MCKPResult, solve_mckp
-from formulations.placement import JointProblem, PlacementResult, solve_joint, solve_placement
-from formulations.problems import Placement, PlacementProblem, ReclaimProblem
-from formulations.reclaim import ReclaimResult, evaluate_reclaim, solve_reclaim
+from lyra_solver.formulations._result import SolveResult, Status, relative_gap
+from lyra_solver.formulations.mckp import MCKPProblem, MCKPResult, solve_mckp
+from lyra_solver.formulations.placement import JointProblem, PlacementResult, solve_joint, solve_placement
+from lyra_solver.formulations.problems import Placement, PlacementProblem, ReclaimProblem
+from lyra_solver.formulations.reclaim import ReclaimResult, evaluate_reclaim, solve_reclaim
 
 __all__ = [
     "JointProblem", "MCKPProblem", "MCKPResult", "Placement", "PlacementProblem", "PlacementResult",
-    "ReclaimProblem", "ReclaimResult", "Status", "evaluate_reclaim", "relative_gap", "solve_joint",
+    "ReclaimProblem", "ReclaimResult", "SolveResult", "Status", "evaluate_reclaim", "relative_gap", "solve_joint",
     "solve_mckp", "solve_placement", "solve_reclaim",
 ]

@@ -23,10 +23,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
-from formulations._result import Status, relative_gap
-from formulations.problems import Placement, PlacementProblem
-from formulations.reclaim import _integerise, _Milp, _solve_lex
+from lyra_solver.formulations._result import Status, relative_gap
+from lyra_solver.formulations.problems import Placement, PlacementProblem
+from lyra_solver.formulations.reclaim import _integerise, _Milp, _solve_lex
 
 __all__ = ["JointProblem", "JointResult", "PlacementResult", "joint_value", "solve_joint", "solve_placement"]
 

@@ -39,9 +39,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-
-from formulations._result import Status, relative_gap
-from formulations.problems import ReclaimProblem
+from lyra_solver.formulations._result import Status, relative_gap
+from lyra_solver.formulations.problems import ReclaimProblem
 
 __all__ = ["ReclaimResult", "evaluate_reclaim", "solve_reclaim", "target_count"]
 

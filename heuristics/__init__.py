@@ -1,11 +1,11 @@
 """Published heuristics and baselines: Lyra's greedy reclaim, queue orders, best-fit-decreasing placement.
 
 Imports ``formulations`` (problem types and results), never ``solver`` or ``bench``. The MCKP heuristics
-(greedy on marginal gain, convex-hull greedy) live in :mod:`formulations.mckp_greedy` because the MCKP
+(greedy on marginal gain, convex-hull greedy) live in :mod:`lyra_solver.formulations.mckp.greedy` because the MCKP
 front door offers them as methods and ``formulations`` may import nothing of the project.
 """
-from heuristics.placement import best_fit_decreasing
-from heuristics.queue import queue_order
-from heuristics.reclaim import fewest_jobs_reclaim, greedy_reclaim, random_reclaim
+from lyra_solver.heuristics.placement import best_fit_decreasing
+from lyra_solver.heuristics.queue import queue_order
+from lyra_solver.heuristics.reclaim import fewest_jobs_reclaim, greedy_reclaim, random_reclaim
 
 __all__ = ["best_fit_decreasing", "fewest_jobs_reclaim", "greedy_reclaim", "queue_order", "random_reclaim"]

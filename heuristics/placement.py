@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from formulations.problems import Placement, PlacementProblem
+from lyra_solver.formulations.problems import Placement, PlacementProblem
 
 
 class FreeIndex:

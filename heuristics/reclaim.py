@@ -15,10 +15,9 @@ import heapq
 import time
 
 import numpy as np
-
-from formulations._result import Status
-from formulations.problems import ReclaimProblem
-from formulations.reclaim import ReclaimResult, evaluate_reclaim, target_count
+from lyra_solver.formulations._result import Status
+from lyra_solver.formulations.problems import ReclaimProblem
+from lyra_solver.formulations.reclaim import ReclaimResult, evaluate_reclaim, target_count
 
 __all__ = ["fewest_jobs_reclaim", "greedy_reclaim", "random_reclaim"]
 

@@ -1,3 +1,3 @@
-from solver.cli import main
+from lyra_solver.cli import main
 
 raise SystemExit(main())

@@ -14,12 +14,11 @@ import sys
 from pathlib import Path
 
 import msgspec
+from lyra_solver import io
+from lyra_solver.errors import InputError
+from lyra_solver.types import SCHEMAS, MCKPAnswer
 
-from solver import io
-from solver.errors import InputError
-from solver.types import SCHEMAS, MCKPAnswer
-
-log = logging.getLogger("solver.cli")
+log = logging.getLogger("lyra_solver.cli")
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -43,7 +42,7 @@ def _out_guard(out: str | None, inputs: list[str]) -> None:
 
 
 def cmd_decide(args) -> int:
-    from solver.pipeline import decide
+    from lyra_solver.pipeline import decide
 
     _out_guard(args.output, [args.snapshot])
     snap = io.load_snapshot(args.snapshot)
@@ -55,7 +54,7 @@ def cmd_decide(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from solver.check import check_decision_text, format_violations
+    from lyra_solver.check import check_decision_text, format_violations
 
     snap_bytes = io.read_bytes(args.snapshot)
     try:
@@ -78,7 +77,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_mckp(args) -> int:
-    from formulations.mckp import MCKPProblem, solve_mckp
+    from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
 
     _out_guard(args.output, [args.instance])
     inst = io.load(args.instance, io.parse_mckp)
@@ -106,7 +105,7 @@ def cmd_schema(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    from bench.generate import generate_snapshot
+    from lyra_solver.bench.generate import generate_snapshot
 
     snap = generate_snapshot(servers=args.servers, jobs=args.jobs, seed=args.seed, gpus=args.gpus)
     io.write_atomic(args.output or "-", io.encode(snap))
@@ -115,11 +114,11 @@ def cmd_generate(args) -> int:
 
 def cmd_bench(args) -> int:
     if args.what == "decide":
-        from bench.decide_speed import main as run
+        from lyra_solver.bench.decide_speed import main as run
     elif args.what == "mckp":
-        from bench.mckp_bench import main as run
+        from lyra_solver.bench.mckp_bench import main as run
     else:
-        from bench.reclaim_bench import main as run
+        from lyra_solver.bench.reclaim_bench import main as run
     return run(args.rest)
 
 

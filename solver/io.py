@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import TypeVar
 
 import msgspec
-
-from solver.errors import InputError
-from solver.types import Decision, MCKPInstance, Snapshot
-from solver.validate import validate_snapshot
+from lyra_solver.errors import InputError
+from lyra_solver.types import Decision, MCKPInstance, Snapshot
+from lyra_solver.validate import validate_snapshot
 
 T = TypeVar("T")
 

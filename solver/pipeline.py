@@ -30,15 +30,14 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-
-from formulations import Status
-from formulations.mckp import MCKPProblem, solve_mckp
-from formulations.problems import PlacementProblem, ReclaimProblem
-from heuristics.placement import FreeIndex, best_fit_decreasing
-from heuristics.queue import queue_order
-from heuristics.reclaim import greedy_reclaim
-from solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
-from solver.values import JobOptions, ValueTable, value_table
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+from lyra_solver.formulations.problems import PlacementProblem, ReclaimProblem
+from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
+from lyra_solver.heuristics.queue import queue_order
+from lyra_solver.heuristics.reclaim import greedy_reclaim
+from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
+from lyra_solver.values import JobOptions, ValueTable, value_table
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +136,7 @@ def reclaim_step(cl: Cluster, settings: Settings) -> Reclaimed:
         host_job=hj, host_server=hs, host_count=hc, count=k)
     res = None
     if settings.reclaim == "exact":
-        from formulations.reclaim import solve_reclaim
+        from lyra_solver.formulations.reclaim import solve_reclaim
 
         res = solve_reclaim(problem, method="cpsat", time_limit=settings.time_limit)
         if res.status not in (Status.OPTIMAL, Status.FEASIBLE):
@@ -442,7 +441,7 @@ EXACT_PLACEMENT_MAX_PAIRS = 50_000  # job x server pairs beyond which the placem
 def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport, settings: Settings):
     """The placement ILP on the servers that can take a worker (lossless: a full server takes none), with
     best fit decreasing's worker counts; keeps the BFD answer when the ILP has none or is too large."""
-    from formulations.placement import solve_placement
+    from lyra_solver.formulations.placement import solve_placement
 
     keep = np.flatnonzero((problem.server_free > 0) | np.isin(np.arange(problem.n_servers), problem.cur_server))
     pairs = problem.n_jobs * keep.size

@@ -13,13 +13,12 @@ from functools import cache
 from importlib import resources
 
 import numpy as np
-
-from solver.types import PowerThroughput, ProfileThroughput, TableThroughput, Throughput
+from lyra_solver.types import PowerThroughput, ProfileThroughput, TableThroughput, Throughput
 
 
 @cache
 def _profiles() -> dict[str, np.ndarray]:
-    raw = json.loads(resources.files("solver").joinpath("data/profiles.json").read_text())
+    raw = json.loads(resources.files("lyra_solver").joinpath("data/profiles.json").read_text())
     return {m: np.asarray(v["per_replica_rate"], dtype=np.float64) for m, v in raw["models"].items()}
 
 

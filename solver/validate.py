@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from solver.errors import InputError
-from solver.types import PowerThroughput, Snapshot, TableThroughput
+from lyra_solver.errors import InputError
+from lyra_solver.types import PowerThroughput, Snapshot, TableThroughput
 
 
 def _finite(value: float | None, path: str) -> None:

@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from solver.throughput import _profiles, rate_one, servers_spanned
-from solver.types import PowerThroughput, ProfileThroughput, TableThroughput
+from lyra_solver.throughput import _profiles, rate_one, servers_spanned
+from lyra_solver.types import PowerThroughput, ProfileThroughput, TableThroughput
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_decide_prints_a_row_per_method():
-    res = subprocess.run([sys.executable, "-m", "solver", "bench", "decide", "--servers", "40", "--jobs", "80",
+    res = subprocess.run([sys.executable, "-m", "lyra_solver", "bench", "decide", "--servers", "40", "--jobs", "80",
                           "--repeat", "1"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert res.returncode == 0, res.stderr
     rows = [line for line in res.stdout.splitlines() if line.startswith("| ") and "median" not in line]
@@ -17,8 +17,8 @@ def test_bench_decide_prints_a_row_per_method():
 
 
 def test_generated_snapshot_is_valid_and_deterministic():
-    from bench.generate import generate_snapshot
-    from solver import io
+    from lyra_solver import io
+    from lyra_solver.bench.generate import generate_snapshot
 
     a = io.encode(generate_snapshot(servers=60, jobs=200, seed=9))
     assert a == io.encode(generate_snapshot(servers=60, jobs=200, seed=9))

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from bench.mckp_bench import main
-from bench.mckp_instances import PISINGER_KINDS, cluster, pisinger, pisinger_capacity
-from formulations import Status
-from formulations.mckp import solve_mckp
+from lyra_solver.bench.mckp_bench import main
+from lyra_solver.bench.mckp_instances import PISINGER_KINDS, cluster, pisinger, pisinger_capacity
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.mckp import solve_mckp
 
 
 @pytest.mark.parametrize("kind", PISINGER_KINDS)

@@ -2,16 +2,15 @@
 from __future__ import annotations
 
 import numpy as np
-
-from bench.reclaim_bench import main, run_instance
-from bench.reclaim_instances import (
+from lyra_solver.bench.reclaim_bench import main, run_instance
+from lyra_solver.bench.reclaim_instances import (
     alibaba_load_curve,
     default_qps_path,
     generate_cluster,
     reclaim_events,
     with_count,
 )
-from formulations import Status
+from lyra_solver.formulations import Status
 
 
 def test_generator_is_deterministic_and_consistent():
@@ -88,7 +87,7 @@ def test_bad_usage_returns_2(capsys):
 
 
 def test_scattered_stress_generator():
-    from bench.reclaim_instances import generate_scattered
+    from lyra_solver.bench.reclaim_instances import generate_scattered
 
     p = generate_scattered(40, 90, 3, count=5)
     q = generate_scattered(40, 90, 3, count=5)

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from formulations import Status
-from formulations.mckp import METHODS, MCKPProblem, MCKPResult, solve_mckp
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.mckp import METHODS, MCKPProblem, MCKPResult, solve_mckp
 
 EXACT = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs")
 HEURISTIC = ("greedy", "hull")
@@ -251,7 +250,7 @@ def test_time_limit_returns_incumbent(method: str) -> None:
 
 
 def test_state_limit_keeps_incumbent() -> None:
-    from formulations.mckp_core import solve_core
+    from lyra_solver.formulations.mckp.core import solve_core
 
     p = _hard_problem()
     res = solve_core(p, max_states=1)
@@ -287,9 +286,8 @@ def test_core_matches_dp_on_cluster_like_tables() -> None:
 
 def test_greedy_numba_and_python_paths_agree() -> None:
     import numba  # noqa: F401  (a test dependency: the numba kernels are tested, not skipped)
-
-    from formulations.mckp_greedy import greedy_positions
-    from formulations.mckp_lp import undominated
+    from lyra_solver.formulations.mckp._lp import undominated
+    from lyra_solver.formulations.mckp.greedy import greedy_positions
 
     rng = np.random.default_rng(5)
     for _ in range(5):
@@ -304,8 +302,8 @@ def test_greedy_matches_priority_queue_definition() -> None:
     """The sort-based greedy equals the textbook frontier greedy with a priority queue."""
     import heapq
 
-    from formulations.mckp_greedy import greedy_positions
-    from formulations.mckp_lp import undominated
+    from lyra_solver.formulations.mckp._lp import undominated
+    from lyra_solver.formulations.mckp.greedy import greedy_positions
 
     rng = np.random.default_rng(9)
     for it in range(30):
@@ -372,7 +370,7 @@ def test_result_to_dict_and_methods() -> None:
 
 
 def test_cpsat_scaling() -> None:
-    from formulations.mckp_cpsat import scale_values
+    from lyra_solver.formulations.mckp.cpsat import scale_values
 
     q, s = scale_values(np.array([1.0, -3.0, 7.0]), 3)
     assert s == 1.0 and q.tolist() == [1, -3, 7]
@@ -382,7 +380,7 @@ def test_cpsat_scaling() -> None:
 
 
 def test_cbc_bound_parser() -> None:
-    from formulations.mckp_cbc import parse_cbc_bound
+    from lyra_solver.formulations.mckp.cbc import parse_cbc_bound
 
     log = "Result - Stopped on time limit\n\nObjective value:   855580.0\nUpper bound:    855591.246\n"
     # printed values are rounded: the bound is raised by one unit of the last printed digit
@@ -419,7 +417,7 @@ def _medium_instance(seed: int) -> MCKPProblem:
 @pytest.mark.parametrize("seed", range(18))
 def test_core_matches_dp_on_medium_instances(seed: int, use_numba: bool) -> None:
     """Both core step paths (numpy, numba kernel) against the plain DP, on many mid-size instances."""
-    from formulations.mckp_core import solve_core
+    from lyra_solver.formulations.mckp.core import solve_core
 
     if use_numba:
         import numba  # noqa: F401  (a test dependency)

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from formulations.mckp import MCKPProblem
-from formulations.mckp_lp import lp_relaxation, undominated, upper_hull
+from lyra_solver.formulations.mckp import MCKPProblem
+from lyra_solver.formulations.mckp._lp import lp_relaxation, undominated, upper_hull
 
 
 def test_from_ragged_and_padded_agree() -> None:
@@ -87,7 +86,7 @@ def test_weight_overflow_and_huge_capacity() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_fit_prefix_matches_stable_sort(seed: int) -> None:
-    from formulations.mckp_lp import fit_prefix
+    from lyra_solver.formulations.mckp._lp import fit_prefix
 
     rng = np.random.default_rng(seed)
     n_items = int(rng.integers(1, 5000))

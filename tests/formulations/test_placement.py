@@ -7,10 +7,9 @@ import math
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from formulations import Status
-from formulations.placement import JointProblem, solve_joint, solve_placement
-from formulations.problems import PlacementProblem
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.placement import JointProblem, solve_joint, solve_placement
+from lyra_solver.formulations.problems import PlacementProblem
 
 METHODS = ["cpsat", "cbc"]
 

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from formulations import Status
-from formulations.problems import ReclaimProblem
-from formulations.reclaim import evaluate_reclaim, solve_reclaim
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.problems import ReclaimProblem
+from lyra_solver.formulations.reclaim import evaluate_reclaim, solve_reclaim
 
 METHODS = ["cpsat", "cbc"]
 
@@ -214,7 +213,7 @@ def test_non_decimal_costs_keep_a_valid_bound():
 
 
 def test_time_limit_is_a_status_not_an_exception():
-    from bench.reclaim_instances import generate_cluster
+    from lyra_solver.bench.reclaim_instances import generate_cluster
 
     p = generate_cluster(150, 7, count=40).problem
     res = solve_reclaim(p, time_limit=1e-3)
@@ -226,7 +225,7 @@ def test_time_limit_is_a_status_not_an_exception():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_methods_agree_on_generated_clusters(seed):
-    from bench.reclaim_instances import generate_cluster
+    from lyra_solver.bench.reclaim_instances import generate_cluster
 
     p = generate_cluster(60, seed, count=12).problem
     a = solve_reclaim(p, method="cpsat")
@@ -239,7 +238,7 @@ def test_methods_agree_on_generated_clusters(seed):
 
 
 def test_deterministic():
-    from bench.reclaim_instances import generate_cluster
+    from lyra_solver.bench.reclaim_instances import generate_cluster
 
     p = generate_cluster(80, 5, count=20).problem
     assert solve_reclaim(p).servers == solve_reclaim(p).servers

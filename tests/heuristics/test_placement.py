@@ -6,9 +6,8 @@ import itertools
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from formulations.problems import PlacementProblem
-from heuristics.placement import FreeIndex, best_fit_decreasing
+from lyra_solver.formulations.problems import PlacementProblem
+from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
 
 
 def compositions(n: int, k: int):

@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
-
-from heuristics.queue import queue_order
+from lyra_solver.heuristics.queue import queue_order
 
 
 def test_orders():

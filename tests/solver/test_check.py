@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from solver.check import Violation, check_decision, check_decision_text, format_violations
+from lyra_solver.check import Violation, check_decision, check_decision_text, format_violations
 
 HERE = Path(__file__).parent / "broken_decisions"
 SNAPSHOT: dict = json.loads((HERE / "snapshot.json").read_text())

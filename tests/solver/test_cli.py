@@ -13,7 +13,7 @@ EXAMPLE = ROOT / "examples" / "cluster.json"
 
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "solver", *args], input=stdin, capture_output=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "lyra_solver", *args], input=stdin, capture_output=True, cwd=ROOT,
                           timeout=120)
 
 
@@ -129,7 +129,7 @@ BROKEN_EXPECTED = json.loads((BROKEN / "expected.json").read_text())
 
 @pytest.mark.parametrize("name", sorted(BROKEN_EXPECTED))
 def test_check_command_exits_1_naming_the_rule(name, capsys):
-    from solver.cli import main
+    from lyra_solver.cli import main
 
     rc = main(["check", str(BROKEN / "snapshot.json"), str(BROKEN / name)])
     out, err = capsys.readouterr()
@@ -141,7 +141,7 @@ def test_check_command_exits_1_naming_the_rule(name, capsys):
 
 
 def test_check_command_accepts_the_valid_decision(capsys):
-    from solver.cli import main
+    from lyra_solver.cli import main
 
     assert main(["check", str(BROKEN / "snapshot.json"), str(BROKEN / "valid.json")]) == 0
     assert capsys.readouterr().out.startswith("ok")

@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from solver.check import check_decision, format_violations
+from lyra_solver.check import check_decision, format_violations
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent / "malformed"
@@ -27,12 +26,12 @@ TIMEOUT_S = 120
 
 
 def decide(path: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m solver decide PATH -o OUT`` from the repository root.
+    """Run ``python -m lyra_solver decide PATH -o OUT`` from the repository root.
 
     The snapshot is passed relative to the repository root, as a user would type it.
     """
     return subprocess.run(
-        [sys.executable, "-m", "solver", "decide", str(path.relative_to(ROOT)), "-o", str(out)],
+        [sys.executable, "-m", "lyra_solver", "decide", str(path.relative_to(ROOT)), "-o", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
     )
 

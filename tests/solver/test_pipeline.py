@@ -7,11 +7,10 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from bench.generate import generate_snapshot
-from solver import io
-from solver.check import check_decision
-from solver.pipeline import decide
+from lyra_solver import io
+from lyra_solver.bench.generate import generate_snapshot
+from lyra_solver.check import check_decision
+from lyra_solver.pipeline import decide
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from solver.throughput import rate, rate_one
-from solver.types import PROFILE_MODELS, PowerThroughput, ProfileThroughput, TableThroughput
-from solver.values import JobOptions, value_table, value_table_scalar
+from lyra_solver.throughput import rate, rate_one
+from lyra_solver.types import PROFILE_MODELS, PowerThroughput, ProfileThroughput, TableThroughput
+from lyra_solver.values import JobOptions, value_table, value_table_scalar
 
 
 @st.composite

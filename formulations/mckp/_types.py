@@ -1,23 +1,8 @@
-"""Multiple-choice knapsack (MCKP): problem type, result type and the front door :func:`solve_mckp`.
+"""Multiple-choice knapsack (MCKP): the problem type and the result type shared by every method.
 
 The problem (DESIGN "Scale"): classes ``i = 0..n-1``, each with items ``k`` of integer weight ``w_ik >= 0``
 and float value ``v_ik`` (may be negative); pick exactly one item per class so that the total weight is at
 most ``capacity`` and the total value is maximal.
-
-Methods (``solve_mckp(..., method=...)``):
-
-========== ==================================================================================
-``auto``   our fastest exact method (``core``)
-``core``   dominance + LP-dominance reduction, LP bound by slopes, core expansion by regret with
-           dynamic programming over sorted (weight, value) states (:mod:`formulations.mckp_core`)
-``bb``     alias of ``core`` (the state DP fathoms with LP bounds: a breadth-first branch and bound)
-``dp``     plain dynamic programming over capacity (:mod:`formulations.mckp_dp`), small capacities only
-``cpsat``  OR-Tools CP-SAT on integer-scaled values (:mod:`formulations.mckp_cpsat`)
-``cbc``    CBC through PuLP (:mod:`formulations.mckp_cbc`)
-``highs``  HiGHS through :func:`scipy.optimize.milp` (:mod:`formulations.mckp_highs`)
-``greedy`` Lyra-style marginal-gain greedy (:mod:`formulations.mckp_greedy`)
-``hull``   convex-hull (LP) greedy (:mod:`formulations.mckp_greedy`)
-========== ==================================================================================
 """
 from __future__ import annotations
 
@@ -30,14 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from lyra_solver.formulations._result import Status, relative_gap
 
-from formulations._result import Status, relative_gap
-
-__all__ = ["METHODS", "MCKPProblem", "MCKPResult", "solve_mckp"]
-
-#: Methods accepted by :func:`solve_mckp`.
-METHODS: tuple[str, ...] = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull")
-
+__all__ = ["MCKPProblem", "MCKPResult", "infeasible_result", "make_result"]
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
     arr.setflags(write=False)
@@ -384,81 +364,3 @@ def infeasible_result(start: float, method: str, backend_status: str = "infeasib
                       backend_status)
 
 
-def _coerce_problem(problem_or_weights: Any, values: Any, capacity: Any) -> MCKPProblem:
-    if isinstance(problem_or_weights, MCKPProblem):
-        if values is not None or capacity is not None:
-            raise ValueError("values/capacity: give them only with ragged weights, not with an MCKPProblem")
-        return problem_or_weights
-    if values is None:
-        raise ValueError("values: required when the first argument is not an MCKPProblem")
-    if capacity is None:
-        raise ValueError("capacity: required when the first argument is not an MCKPProblem")
-    return MCKPProblem.from_ragged(problem_or_weights, values, capacity)
-
-
-def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
-               values: Sequence[Sequence[float]] | None = None, capacity: int | None = None, *,
-               method: str = "auto", time_limit: float | None = None, **options: Any) -> MCKPResult:
-    """Solve a multiple-choice knapsack problem.
-
-    Parameters
-    ----------
-    problem_or_weights : MCKPProblem or sequence of sequences of int
-        The problem, or the per-class weights (then ``values`` and ``capacity`` are required).
-    values : sequence of sequences of float, optional
-        Per-class values (ragged form only).
-    capacity : int, optional
-        Capacity (ragged form only).
-    method : str
-        One of :data:`METHODS`; ``"auto"`` is the fastest exact method (``core``).
-    time_limit : float, optional
-        Seconds; when hit, the best choice found so far is returned with status ``feasible`` plus bound and
-        gap (or ``no_solution`` when there is none).
-    **options
-        Passed to the method (e.g. ``num_workers`` for CP-SAT, ``threads`` for CBC, ``max_cells`` for DP).
-
-    Returns
-    -------
-    MCKPResult
-
-    Raises
-    ------
-    ValueError
-        Unknown method, invalid instance, or ``method="dp"`` on a capacity too large for a dense table.
-    """
-    problem = _coerce_problem(problem_or_weights, values, capacity)
-    if time_limit is not None and not (time_limit >= 0):
-        raise ValueError(f"time_limit: must be >= 0 seconds, got {time_limit!r}")
-    if method in ("auto", "core", "bb"):
-        from formulations.mckp_core import solve_core
-
-        res = solve_core(problem, time_limit=time_limit, **options)
-        if method != "core":
-            res = MCKPResult(res.status, res.objective, res.bound, res.gap, res.choice, res.time_s,
-                             method if method == "bb" else "core", res.backend_status)
-        return res
-    if method == "dp":
-        from formulations.mckp_dp import solve_dp
-
-        return solve_dp(problem, time_limit=time_limit, **options)
-    if method == "greedy":
-        from formulations.mckp_greedy import solve_greedy
-
-        return solve_greedy(problem, time_limit=time_limit, **options)
-    if method == "hull":
-        from formulations.mckp_greedy import solve_hull
-
-        return solve_hull(problem, time_limit=time_limit, **options)
-    if method == "cpsat":
-        from formulations.mckp_cpsat import solve_cpsat
-
-        return solve_cpsat(problem, time_limit=time_limit, **options)
-    if method == "cbc":
-        from formulations.mckp_cbc import solve_cbc
-
-        return solve_cbc(problem, time_limit=time_limit, **options)
-    if method == "highs":
-        from formulations.mckp_highs import solve_highs
-
-        return solve_highs(problem, time_limit=time_limit, **options)
-    raise ValueError(f"method: unknown method {method!r}; expected one of {', '.join(METHODS)}")

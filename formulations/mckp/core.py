@@ -2,9 +2,9 @@
 
 Outline (Pisinger 1995, written from the published description, simplified):
 
-1. **Reduction.** Per class, drop dominated items (:func:`formulations.mckp_lp.undominated`) and compute the
-   upper convex hull (:func:`formulations.mckp_lp.upper_hull`).
-2. **LP relaxation by slopes** (:func:`formulations.mckp_lp.lp_relaxation`): the LP optimum ``U`` is the
+1. **Reduction.** Per class, drop dominated items (:func:`._lp.undominated`) and compute the
+   upper convex hull (:func:`lyra_solver.formulations.mckp._lp.upper_hull`).
+2. **LP relaxation by slopes** (:func:`lyra_solver.formulations.mckp._lp.lp_relaxation`): the LP optimum ``U`` is the
    upper bound, its integral part ``x^LP`` (every class at the hull vertex reached) the first incumbent,
    together with the marginal-gain greedy. ``alpha`` is the slope of the break (fractional) increment.
 3. **Regrets.** For class ``i`` with LP item ``l_i`` and ``L_ij = v_ij - alpha w_ij`` (``l_i`` maximises
@@ -27,7 +27,7 @@ Outline (Pisinger 1995, written from the published description, simplified):
 
    States with ``W <= c`` are feasible solutions and update the incumbent. One step is a numpy
    sort-and-filter, or a single-pass k-way merge in the optional numba kernel
-   (:mod:`formulations.mckp_numba`) on large steps.
+   (:mod:`lyra_solver.formulations.mckp._numba`) on large steps.
 5. **Termination.** Any solution that moves a class ``i`` outside the core from its LP item is worth at most
    ``V + alpha (c - W) - r_i`` for some state (Lagrangian bound), so the search stops, proven optimal, as
    soon as ``max_states(V + alpha (c - W)) - r_next <= incumbent`` (``r_next`` the smallest regret left), or
@@ -54,10 +54,9 @@ import sys
 import time
 
 import numpy as np
-
-from formulations.mckp import MCKPProblem, MCKPResult, infeasible_result, make_result
-from formulations.mckp_greedy import greedy_positions
-from formulations.mckp_lp import lp_relaxation, undominated, upper_hull
+from lyra_solver.formulations.mckp._lp import lp_relaxation, undominated, upper_hull
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp.greedy import greedy_positions
 
 __all__ = ["solve_core"]
 
@@ -65,14 +64,14 @@ __all__ = ["solve_core"]
 REL_TOL = 1e-9
 
 #: With ``use_numba=None``, a step with at least this many candidate states loads the numba kernel
-#: (:mod:`formulations.mckp_numba`) when numba is installed, and once loaded it serves every step of 2,000
+#: (:mod:`lyra_solver.formulations.mckp._numba`) when numba is installed, and once loaded it serves every step of 2,000
 #: candidates or more; easy instances (the engine's value tables) never pay numba's import and compile time.
 NUMBA_MIN_CANDIDATES = 200_000
 
 
 def _kernel_loaded() -> bool:
     """Whether the numba step kernel is already compiled in this process (then it pays on small steps)."""
-    mod = sys.modules.get("formulations.mckp_numba")
+    mod = sys.modules.get("lyra_solver.formulations.mckp._numba")
     return mod is not None and getattr(mod, "_KERNEL", None) is not None
 
 
@@ -383,7 +382,7 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         n_cand = W.shape[0] * k
         if use_numba or (use_numba is None and (n_cand >= NUMBA_MIN_CANDIDATES
                                                 or (n_cand >= 2_000 and _kernel_loaded()))):
-            from formulations.mckp_numba import get_step_kernel
+            from lyra_solver.formulations.mckp._numba import get_step_kernel
 
             kernel = get_step_kernel()
         if kernel is not None:

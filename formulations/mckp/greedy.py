@@ -17,9 +17,8 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-
-from formulations.mckp import MCKPProblem, MCKPResult, infeasible_result, make_result
-from formulations.mckp_lp import Undominated, fit_prefix, lp_relaxation, undominated, upper_hull
+from lyra_solver.formulations.mckp._lp import Undominated, fit_prefix, lp_relaxation, undominated, upper_hull
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 
 __all__ = ["greedy_positions", "solve_greedy", "solve_hull"]
 
@@ -109,7 +108,7 @@ def greedy_positions(red: Undominated, capacity: int, *, use_numba: bool | None 
     the steps up to and including it in its class): a step is popped when its ratio is the best of the
     frontier, and by induction no remaining step of any class has a larger prefix-minimum. So a scan in
     that order replaces the priority queue. The prefix of the scan that fits before the first closed class
-    is found by weighted selection (:func:`formulations.mckp_lp.fit_prefix`, expected :math:`O(N)` for
+    is found by weighted selection (:func:`lyra_solver.formulations.mckp._lp.fit_prefix`, expected :math:`O(N)` for
     ``N`` undominated items); after it, a step heavier than the free capacity closes its class, so only the
     lighter steps before it are sorted and scanned: :math:`O(N + K \\log K)` for ``K`` such steps.
     """

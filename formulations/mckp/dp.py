@@ -18,9 +18,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
-from formulations.mckp import MCKPProblem, MCKPResult, infeasible_result, make_result
-from formulations.mckp_lp import undominated
+from lyra_solver.formulations.mckp._lp import undominated
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 
 __all__ = ["DEFAULT_MAX_CELLS", "solve_dp"]
 
@@ -92,8 +91,8 @@ def solve_dp(problem: MCKPProblem, *, time_limit: float | None = None,
         f = g
         if deadline is not None and i < n - 1 and time.perf_counter() > deadline:
             # no DP incumbent yet: fall back on the greedy's choice, never return empty-handed
-            from formulations.mckp_greedy import greedy_positions
-            from formulations.mckp_lp import lp_relaxation, upper_hull
+            from lyra_solver.formulations.mckp._lp import lp_relaxation, upper_hull
+            from lyra_solver.formulations.mckp.greedy import greedy_positions
 
             bound = min(float(f[cap] + best_rest[i + 1:].sum()),
                         lp_relaxation(red, upper_hull(red), problem.capacity).bound)

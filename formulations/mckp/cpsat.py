@@ -19,8 +19,7 @@ import math
 import time
 
 import numpy as np
-
-from formulations.mckp import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 
 __all__ = ["scale_values", "solve_cpsat"]
 

@@ -1,6 +1,6 @@
 """MCKP with CBC through PuLP (reference backend).
 
-Model as in :mod:`formulations.mckp_highs`. PuLP reports a time-limited CBC run with an incumbent as
+Model as in :mod:`lyra_solver.formulations.mckp.highs`. PuLP reports a time-limited CBC run with an incumbent as
 ``LpStatusOptimal``; the solution status ``prob.sol_status`` tells them apart (``LpSolutionOptimal`` = proven,
 ``LpSolutionIntegerFeasible`` = limit hit with an incumbent). The bound is read from CBC's log (``Upper
 bound:`` for a maximisation, else ``best possible`` of the partial-search line); ``None`` when absent.
@@ -20,8 +20,7 @@ import time
 import warnings
 
 import numpy as np
-
-from formulations.mckp import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 
 __all__ = ["parse_cbc_bound", "solve_cbc"]
 

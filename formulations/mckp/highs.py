@@ -15,8 +15,7 @@ import re
 import time
 
 import numpy as np
-
-from formulations.mckp import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 
 __all__ = ["solve_highs"]
 

@@ -1,7 +1,7 @@
-"""Optional numba kernel for one core step of :mod:`formulations.mckp_core` (the ``fast`` extra).
+"""Optional numba kernel for one core step of :mod:`lyra_solver.formulations.mckp.core` (the ``fast`` extra).
 
 Imported lazily; :func:`get_step_kernel` returns ``None`` when numba is missing (or the environment variable
-``LYRA_NO_NUMBA`` is set) and the numpy path of :mod:`formulations.mckp_core` is used instead. The kernel
+``LYRA_NO_NUMBA`` is set) and the numpy path of :mod:`lyra_solver.formulations.mckp.core` is used instead. The kernel
 does in one pass what the numpy path does with a sort: merge the ``k`` weight-sorted candidate lists (one per
 item of the class added), update the incumbent with the feasible candidates, fathom by the bound, and drop
 dominated candidates. Candidates whose Lagrangian value (state's ``V + alpha (c - W)`` minus the item's

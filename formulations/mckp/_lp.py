@@ -23,8 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from formulations.mckp import MCKPProblem
+from lyra_solver.formulations.mckp._types import MCKPProblem
 
 __all__ = ["Hull", "LPRelaxation", "Undominated", "fit_prefix", "lp_relaxation", "undominated", "upper_hull"]
 
