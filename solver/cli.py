@@ -48,7 +48,7 @@ def cmd_decide(args) -> int:
     snap = io.load_snapshot(args.snapshot)
     decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
                       placement=args.placement, packing=args.packing, time_limit=args.time_limit,
-                      timings=args.timings)
+                      timings=args.timings, packing_policy=args.packing_policy)
     io.write_atomic(args.output or "-", io.encode(decision))
     return EXIT_OK
 
@@ -134,7 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--allocation", choices=["exact", "greedy", "hull"])
     d.add_argument("--reclaim", choices=["exact", "greedy"])
     d.add_argument("--placement", choices=["exact", "bfd"])
-    d.add_argument("--packing", choices=["off"])
+    d.add_argument("--packing", choices=["off", "gimbal", "lucid", "random", "exact"],
+                   help="step 6: pack waiting jobs onto running jobs' GPUs (default off)")
+    d.add_argument("--packing-policy", choices=["jct", "deadline", "makespan"],
+                   help="objective of packing (default jct)")
     d.add_argument("--time-limit", type=_positive_float, help="seconds per exact step")
     d.add_argument("--timings", action="store_true", help="add summary.time_s (output then varies run to run)")
     d.set_defaults(run=cmd_decide)

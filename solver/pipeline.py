@@ -9,7 +9,8 @@
    before elastic extras, as in Lyra);
 4. scale: the GPUs left go to elastic jobs by a multiple-choice knapsack over the value table;
 5. place: workers onto servers, best fit decreasing (or the placement ILP), keeping running jobs where they
-   are unless their worker count changed.
+   are unless their worker count changed;
+6. pack: jobs still waiting may share GPUs with running jobs (:mod:`lyra_solver.packing`; ``off`` by default).
 
 Borrowed servers that end up hosting no worker are not borrowed. The output is a :class:`Decision` whose
 bytes depend on the snapshot and the options only (timings are added only on request).
@@ -29,6 +30,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
@@ -36,6 +38,7 @@ from lyra_solver.formulations.problems import PlacementProblem, ReclaimProblem
 from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
+from lyra_solver.packing import pack_step
 from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
 from lyra_solver.values import JobOptions, ValueTable, value_table
 
@@ -55,6 +58,7 @@ class Settings:
     packing: str
     time_limit: float
     timings: bool = False
+    packing_policy: str = "jct"
 
 
 @dataclass(frozen=True, eq=False)
@@ -466,14 +470,14 @@ def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport
 def settings_of(snap: Snapshot, **overrides) -> Settings:
     o = snap.options
     base = dict(queue=o.queue, allocation=o.allocation, reclaim=o.reclaim, placement=o.placement,
-                packing=o.packing, time_limit=o.time_limit)
+                packing=o.packing, time_limit=o.time_limit, packing_policy=o.packing_policy)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return Settings(**base)
 
 
 def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
-           time_limit: float | None = None, timings: bool = False) -> Decision:
+           time_limit: float | None = None, timings: bool = False, packing_policy: str | None = None) -> Decision:
     """One scheduling round: the decision for ``snapshot`` (already validated).
 
     Keyword arguments override the snapshot's ``options``. ``timings=True`` adds ``summary.time_s`` (which
@@ -481,7 +485,8 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     """
     t0 = time.perf_counter()
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
-                           placement=placement, packing=packing, time_limit=time_limit)
+                           placement=placement, packing=packing, time_limit=time_limit,
+                           packing_policy=packing_policy)
     cl = Cluster.of(snapshot)
     rec = reclaim_step(cl, settings)
     log.info("reclaim: %d servers back (%s, %s), %d jobs shrunk, %d preempted", len(rec.servers),
@@ -498,7 +503,12 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
              sc.report.bound)
     pl = place_step(cl, adm, sc, rec, borrowed, settings)
     log.info("place: %s %s", pl.report.method, pl.report.status)
-    return _decision(cl, rec, borrowed, adm, sc, pl, settings, time.perf_counter() - t0 if timings else None)
+    decision = pack_step(snapshot, _decision(cl, rec, borrowed, adm, sc, pl, settings, None), method=settings.packing,
+                         policy=settings.packing_policy, time_limit=settings.time_limit, queue=settings.queue)
+    if timings:  # step 6 included
+        summary = msgspec.structs.replace(decision.summary, time_s=round(time.perf_counter() - t0, 6))
+        decision = msgspec.structs.replace(decision, summary=summary)
+    return decision
 
 
 def _times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:

@@ -57,9 +57,10 @@ Throughput = PowerThroughput | TableThroughput | ProfileThroughput
 class PackingProfile(_Struct):
     """How a job behaves when it shares GPUs (Gimbal): utilisation, memory, measured pair slowdowns."""
 
-    gpu_util: Annotated[float, Meta(ge=0, le=1)]
+    gpu_util: Annotated[float, Meta(gt=0, le=1)]
     gpu_mem_gb: NonNegFloat
     slowdown: dict[JobId, Annotated[float, Meta(ge=1)]] | None = None
+    app: str | None = None  # label for measured pair speeds (options.pair_speed)
 
 
 class Server(_Struct):
@@ -69,6 +70,7 @@ class Server(_Struct):
     pool: Literal["training", "inference"]
     gpus: PositiveInt
     state: Literal["serving", "idle", "loaned"] | None = None
+    gpu_mem_gb: PositiveFloat = 80.0  # memory of each GPU (packing: both jobs' gpu_mem_gb must fit)
 
 
 class Inference(_Struct):
@@ -106,8 +108,14 @@ class Options(_Struct):
     allocation: Literal["exact", "greedy", "hull"] = "exact"
     reclaim: Literal["greedy", "exact"] = "greedy"
     placement: Literal["bfd", "exact"] = "bfd"
-    packing: Literal["off"] = "off"
+    packing: Literal["off", "gimbal", "lucid", "random", "exact"] = "off"
     time_limit: PositiveFloat = 1.0
+    packing_policy: Literal["jct", "deadline", "makespan"] = "jct"
+    packing_overhead: Annotated[float, Meta(ge=0, lt=1)] = 0.05
+    sample_stealing: bool = True
+    pair_speed: dict[str, Annotated[list[Annotated[float, Meta(gt=0, le=1)]], Meta(min_length=2, max_length=2)]] \
+        | None = None  # "appA|appB" -> [speed of A, speed of B] when they share GPUs
+    packing_seed: NonNegInt = 0  # seed of the random packing baseline
 
 
 class Snapshot(_Struct):
