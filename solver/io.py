@@ -155,6 +155,7 @@ def _decode(data: bytes, type_: type[T]) -> T:
         check_duplicate_keys(data)
         return out
     except msgspec.ValidationError as err:
+        check_duplicate_keys(data)  # a repeated key is the first thing to name: its first copy may be the bad one
         raise _from_msgspec(err, data) from None
     except msgspec.DecodeError as err:
         # msgspec rejects NaN/Infinity literals as malformed JSON; name the field if that is the cause.
