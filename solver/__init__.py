@@ -10,6 +10,7 @@ configures logging (a ``NullHandler`` is attached).
 """
 import logging
 
+from lyra_solver.apply import apply_decision
 from lyra_solver.check import Violation, check_decision, check_decision_text, format_violations
 from lyra_solver.errors import InputError
 from lyra_solver.formulations.vocabulary import (
@@ -50,7 +51,8 @@ __all__ = [
     "ALLOCATIONS", "FORMAT_VERSION", "PACKINGS", "PLACEMENTS", "QUEUE_ORDERS", "RECLAIMS", "SERVER_POOLS",
     "SERVER_STATES", "Decision", "Inference", "InputError", "Job", "JobDecision", "Options", "PackingGroup",
     "PackingProfile", "PowerThroughput", "ProfileThroughput", "Server", "ServerDecision", "Snapshot", "Summary",
-    "TableThroughput", "Throughput", "Violation", "canonical", "check_decision", "check_decision_text", "decide",
-    "encode", "format_violations", "load_snapshot", "parse_decision", "parse_snapshot", "validate_snapshot",
+    "TableThroughput", "Throughput", "Violation", "apply_decision", "canonical", "check_decision",
+    "check_decision_text", "decide", "encode", "format_violations", "load_snapshot", "parse_decision",
+    "parse_snapshot", "validate_snapshot",
 ]
 __version__ = "0.1.0"

@@ -5,22 +5,32 @@ with the field path of the problem. Input files are only read.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import stat
 import sys
+import tempfile
 from pathlib import Path
 
 import msgspec
 from lyra_solver.errors import InputError
 from lyra_solver.types import Decision, MCKPInstance, Snapshot, canonical
-from lyra_solver.validate import decode, numpy_scalar, parse_snapshot
+from lyra_solver.validate import check_duplicate_keys, decode, numpy_scalar, parse_snapshot
 
-__all__ = ["decode", "encode", "load", "load_snapshot", "parse_decision", "parse_mckp", "parse_snapshot",
-           "read_bytes", "write_atomic"]
+__all__ = ["check_duplicate_keys", "decode", "encode", "load", "load_snapshot", "parse_decision", "parse_mckp",
+           "parse_snapshot", "read_bytes", "write_atomic"]
 
 def read_bytes(source: str) -> bytes:
-    """Bytes of a file, or of standard input for ``-``."""
+    """Bytes of a file, or of standard input for ``-`` (a closed or unreadable stream is bad input)."""
     if source == "-":
-        return sys.stdin.buffer.read()
+        if sys.stdin is None:
+            raise InputError("$", "cannot read: standard input is closed", "<stdin>")
+        try:
+            return sys.stdin.buffer.read()
+        except (OSError, ValueError) as err:
+            raise InputError("$", f"cannot read standard input: {getattr(err, 'strerror', None) or err}",
+                             "<stdin>") from None
     try:
         return Path(source).read_bytes()
     except OSError as err:
@@ -70,16 +80,65 @@ def encode(obj) -> bytes:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (``-``: standard output) all at once: never a partial file."""
+    """Write ``data`` to ``path`` (``-``: standard output) all at once: never a partial file.
+
+    A regular file (or a new one) is written through a unique temporary file in the same directory and
+    renamed over the target atomically, so concurrent writers leave one whole output; a symbolic link is
+    followed (its target is replaced, never the link). A target that is not a regular file (a device, a
+    FIFO) is written to directly. Environment failures (full disk, closed stream) raise :class:`InputError`
+    naming the file or stream.
+    """
     if path == "-":
+        _write_stdout(data)
+        return
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as err:
+        raise InputError("$", f"cannot write the output: {err.strerror or err}", path) from None
+    try:
+        if mode is not None and not stat.S_ISREG(mode):
+            if stat.S_ISDIR(mode):
+                raise InputError("$", "cannot write the output: it is a directory", path)
+            with open(target, "wb") as fh:  # a device or FIFO: never replaced by a regular file
+                fh.write(data)
+            return
+        _replace_atomically(target, data, mode)
+    except OSError as err:
+        raise InputError("$", f"cannot write the output: {err.strerror or err}", path) from None
+
+
+def _replace_atomically(target: str, data: bytes, mode: int | None) -> None:
+    folder, name = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is None:  # a new file gets the usual permissions (mkstemp makes it 0600)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        else:
+            os.chmod(tmp, stat.S_IMODE(mode))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_stdout(data: bytes) -> None:
+    """Standard output, all of ``data``; a closed or full stream is :class:`InputError` on ``<stdout>``."""
+    if sys.stdout is None:
+        raise InputError("$", "cannot write: standard output is closed", "<stdout>")
+    try:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
-        return
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(target)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise InputError("$", f"cannot write the output: {err.strerror or err}", path) from None
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as err:
+        raise InputError("$", f"cannot write: {getattr(err, 'strerror', None) or err}", "<stdout>") from None

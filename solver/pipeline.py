@@ -606,16 +606,22 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     """One scheduling round: the decision for ``snapshot``.
 
     The snapshot is validated first (:func:`lyra_solver.validate.validate_snapshot`: free for one that
-    :func:`lyra_solver.load_snapshot` or an earlier call accepted; a typed snapshot built in Python or a dict in
-    the JSON format is checked as its JSON would be). Keyword arguments override the snapshot's ``options``;
-    their values come from the vocabularies of :mod:`lyra_solver.formulations.vocabulary`. ``timings=True``
-    adds ``summary.time_s`` (which makes the output differ from run to run).
+    :func:`lyra_solver.load_snapshot` or an earlier call accepted; a typed snapshot built in Python is checked as
+    its JSON would be; :func:`lyra_solver.validate_snapshot` also takes a dict in the JSON format). Keyword
+    arguments override the snapshot's ``options``; their values come from the vocabularies of
+    :mod:`lyra_solver.formulations.vocabulary`. ``timings=True`` adds ``summary.time_s`` (which makes the output
+    differ from run to run).
 
     Raises
     ------
     InputError
         A snapshot or option that breaks a rule of the format (the field path or argument name, and why).
+    TypeError
+        ``snapshot`` is not a :class:`Snapshot`.
     """
+    if not isinstance(snapshot, Snapshot):
+        raise TypeError(f"decide: snapshot must be a lyra_solver.Snapshot (from parse_snapshot or load_snapshot), "
+                        f"got {type(snapshot).__name__}")
     t0 = time.perf_counter()
     snapshot = validate_snapshot(snapshot)
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,

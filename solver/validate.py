@@ -27,7 +27,7 @@ import msgspec.inspect as _inspect
 from lyra_solver.errors import InputError
 from lyra_solver.types import PowerThroughput, Snapshot, TableThroughput
 
-__all__ = ["check_rules", "decode", "numpy_scalar", "parse_snapshot", "validate_snapshot"]
+__all__ = ["check_duplicate_keys", "check_rules", "decode", "numpy_scalar", "parse_snapshot", "validate_snapshot"]
 
 T = TypeVar("T")
 
@@ -243,13 +243,65 @@ def _find_non_finite(obj, path: str = "") -> str | None:
     return None
 
 
+class _Pairs(list):
+    """The (key, value) pairs of one JSON object, duplicates kept (only built when a duplicate is suspected)."""
+
+
+def _first_duplicate(node, path: str = "") -> tuple[str, str] | None:
+    """``(path of the object, key)`` of the first repeated key in a tree of :class:`_Pairs` and lists."""
+    if isinstance(node, _Pairs):
+        seen: set[str] = set()
+        for key, _ in node:
+            if key in seen:
+                return path, key
+            seen.add(key)
+        for key, value in node:
+            found = _first_duplicate(value, _join(path, key))
+            if found:
+                return found
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found = _first_duplicate(value, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_duplicate_keys(data: bytes) -> None:
+    """Refuse a JSON text in which some object repeats a key (decoders keep the last one silently).
+
+    Raises :class:`InputError` naming the object's path and the key, e.g. ``jobs[3].placement: duplicate
+    key "t0"``. Fast path: re-encoding the decoded document drops every repeated key with its value, and so
+    at least one ``:`` per repeat; the colons of the two texts agree exactly when no key repeats (string
+    contents are re-encoded verbatim, except an escaped ``\u003a``, when the exact pass runs). The exact pass
+    (one ``json.loads`` keeping pairs) runs only when the counts differ. Running time O(size of the text).
+    """
+    try:
+        loose = msgspec.json.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return  # not JSON: the typed decoder says why
+    if data.count(b":") == msgspec.json.encode(loose).count(b":") and b"\\u003" not in data:
+        return
+    try:
+        found = _first_duplicate(json.loads(data, object_pairs_hook=_Pairs))
+    except (ValueError, RecursionError):
+        return
+    if found:
+        path, key = found
+        raise InputError(path or "$", f"duplicate key {json.dumps(key, ensure_ascii=True)}")
+
+
 def decode(data: bytes, type_: type[T]) -> T:
-    """Decode JSON bytes into ``type_`` (types and bounds checked); :class:`InputError` with the field path."""
+    """Decode JSON bytes into ``type_`` (types and bounds checked, repeated keys refused); :class:`InputError`
+    with the field path."""
     if not data.strip():
         raise InputError("$", "empty input, expected a JSON object")
     try:
-        return msgspec.json.decode(data, type=type_)
+        out = msgspec.json.decode(data, type=type_)
+        check_duplicate_keys(data)
+        return out
     except msgspec.ValidationError as err:
+        check_duplicate_keys(data)  # a repeated key is the first thing to name: its first copy may be the bad one
         raise _from_msgspec(err, data, type_) from None
     except msgspec.DecodeError as err:
         # msgspec rejects NaN/Infinity literals as malformed JSON; name the field if that is the cause.
@@ -261,7 +313,6 @@ def decode(data: bytes, type_: type[T]) -> T:
         if where:
             raise InputError(where, "must be a finite number (NaN and Infinity are not allowed)") from None
         raise InputError("$", f"not valid JSON: {err}") from None
-
 
 
 

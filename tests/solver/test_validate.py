@@ -59,17 +59,17 @@ def test_typed_snapshot_is_validated_like_its_json(snap, path, words):
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_dict_snapshot_fails_as_the_file_does(name):
-    """The malformed corpus as dicts through ``decide``: the path the command line names, or a JSON-level error."""
+    """The malformed corpus as dicts through the validator: the path the command line names."""
     try:
         doc = json.loads((MALFORMED / name).read_bytes())
     except ValueError:
         pytest.skip("not JSON: only the byte-level reader can see it")
     if not isinstance(doc, dict):
         with pytest.raises(InputError):
-            decide(doc)
+            validate_snapshot(doc)
         return
     with pytest.raises(InputError) as err:
-        decide(doc)
+        validate_snapshot(doc)
     assert err.value.path == EXPECTED[name]["path"], err.value.line()
 
 
@@ -127,9 +127,11 @@ def test_decide_on_a_typed_snapshot_equals_decide_on_its_json():
     assert io.encode(decide(rebuilt)) == io.encode(decide(snap))
 
 
-def test_not_a_snapshot_is_input_error():
+def test_not_a_snapshot_is_refused():
     with pytest.raises(InputError, match="expected a Snapshot"):
-        decide([1, 2, 3])
+        validate_snapshot([1, 2, 3])
+    with pytest.raises(TypeError, match="Snapshot"):
+        decide({"format_version": 1, "servers": [], "jobs": []})
 
 
 def test_public_api_from_the_top():
