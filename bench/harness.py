@@ -211,7 +211,11 @@ def outcome_of(result: Any, *, extra: dict | None = None, note: str = "") -> Out
     (when the result has one) becomes the outcome's stats.
     """
     stats = getattr(result, "stats", None)
-    stats = dict(stats) if isinstance(stats, dict) or hasattr(stats, "items") else {}
+    if dataclasses.is_dataclass(stats) and not isinstance(stats, type):
+        stats = dataclasses.asdict(stats)
+    elif stats is not None and not hasattr(stats, "items") and hasattr(stats, "__struct_fields__"):  # msgspec
+        stats = {k: getattr(stats, k) for k in stats.__struct_fields__}
+    stats = dict(stats.items()) if hasattr(stats, "items") else {}
     obj = getattr(result, "objective", None)
     bound = getattr(result, "bound", None)
     return Outcome(status=str(getattr(result, "status", "unknown")),
@@ -397,6 +401,7 @@ def run_task(task: tuple[str, dict, str, dict]) -> dict:
     med = statistics.median(times)
     # the outcome of the run whose time is the median (the lower middle for an even count)
     chosen = sorted(runs, key=lambda r: r[1])[(len(runs) - 1) // 2][0]
+    log.info("%s | %s | %s: %s in %.4f s %s", suite_name, inst["name"], method, chosen.status, med, chosen.note)
     return {**row, "status": chosen.status, "objective": chosen.objective, "bound": chosen.bound,
             "backend_status": chosen.backend_status, "time_s": med, "times_s": times,
             "repeats": repeats,

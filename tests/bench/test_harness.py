@@ -4,6 +4,7 @@ No timing is asserted: only the shape and the logic of what the harness writes.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -145,6 +146,16 @@ def test_stats_mapping_becomes_columns():
         stats = {"states": 5, "classes": 2}
 
     assert harness.outcome_of(WithStats()).stats == {"states": 5, "classes": 2}
+
+    @dataclasses.dataclass(frozen=True)
+    class Counts:
+        states: int
+        classes: int
+
+    class WithDataclassStats(WithStats):
+        stats = Counts(7, 3)
+
+    assert harness.outcome_of(WithDataclassStats()).stats == {"states": 7, "classes": 3}
 
 
 # --- CLI: results.json, plots, exit codes ---------------------------------------------------------------------
