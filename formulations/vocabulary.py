@@ -10,7 +10,7 @@ Values are case-sensitive: ``"Exact"`` is not ``"exact"`` (the formats are JSON,
 error names the allowed values).
 
 This module sits in ``formulations`` because every layer may import it (``heuristics`` uses the queue orders and
-placement tiers); it imports only the MCKP method registry, whose names ``allocation`` also accepts.
+placement tiers); it imports only the solve statuses and the MCKP method registry.
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.mckp import METHODS as MCKP_METHODS
 
 __all__ = [
-    "ALLOCATIONS", "MCKP_METHODS", "PACKINGS", "PLACEMENTS", "QUEUE_ORDERS", "RECLAIMS", "SERVER_POOLS",
+    "ALLOCATIONS", "ALLOCATION_METHOD", "MCKP_METHODS", "PACKINGS", "PLACEMENTS", "QUEUE_ORDERS", "RECLAIMS",
+    "SERVER_POOLS",
     "SERVER_STATES", "STATUSES", "STEP_METHODS", "Allocation", "Packing", "PlacementOption", "QueueOrder",
     "ReclaimOption", "ServerKind", "ServerPool", "ServerState", "StatusName", "StepMethod", "Tier",
     "check_option",
@@ -62,10 +63,12 @@ class Tier(IntEnum):
 QueueOrder = Literal["sjf", "fifo", "las"]
 QUEUE_ORDERS: tuple[str, ...] = get_args(QueueOrder)
 
-#: Elastic allocation: ``exact`` (the fastest exact MCKP method), the two heuristics, or any MCKP method by name.
-ALLOCATIONS: tuple[str, ...] = ("exact", "greedy", "hull") + tuple(
-    m for m in MCKP_METHODS if m not in ("greedy", "hull"))
-Allocation = Literal[ALLOCATIONS]  # type: ignore[valid-type]
+#: Elastic allocation: ``exact`` (the fastest exact MCKP method, ``auto`` of :data:`MCKP_METHODS`) or one of
+#: the two MCKP heuristics of the same names.
+Allocation = Literal["exact", "greedy", "hull"]
+ALLOCATIONS: tuple[str, ...] = get_args(Allocation)
+#: The MCKP method that runs each allocation.
+ALLOCATION_METHOD: dict[str, str] = {"exact": "auto", "greedy": "greedy", "hull": "hull"}
 
 #: Server reclamation: Lyra's greedy or the exact ILP.
 ReclaimOption = Literal["greedy", "exact"]

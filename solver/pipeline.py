@@ -37,6 +37,7 @@ from lyra_solver.formulations import Status
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
 from lyra_solver.formulations.problems import PlacementProblem, ReclaimProblem
 from lyra_solver.formulations.vocabulary import (
+    ALLOCATION_METHOD,
     ALLOCATIONS,
     PACKINGS,
     PLACEMENTS,
@@ -490,7 +491,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
     problem = MCKPProblem.from_padded(table.weights[elastic], np.where(np.isfinite(table.values[elastic]),
                                                                        table.values[elastic], 0.0),
                                       table.sizes[elastic], capacity)
-    method = "auto" if settings.allocation == "exact" else settings.allocation
+    method = ALLOCATION_METHOD[settings.allocation]
     res = solve_mckp(problem, method=method, time_limit=settings.time_limit)
     if res.choice is None:
         log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
