@@ -205,15 +205,13 @@ def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: st
         raise ValueError(f"method: unknown packing method {method!r}; expected one of {', '.join(PACKING_METHODS)}")
     inst = packing_instance(snapshot, decision, policy=policy, queue=queue)
     if inst is None:
-        return _with_summary(decision, method, "optimal" if method == "exact" else "feasible")
+        return _with_summary(decision, "none", "optimal")
     problem, guest_jobs, host_jobs, placements = inst.problem, inst.guests, inst.hosts, inst.placements
     snap = snapshot
     res = _solvers(snap, time_limit)[method](problem)
-    status = str(res.status)
     if res.assignment is None:
         log.warning("packing %s gave %s; falling back to Gimbal's greedy", method, res.status)
         res = gimbal_greedy(problem)
-        status = f"{status}, fallback {res.status}"
     log.info("pack: %s %s, %d of %d waiting jobs packed, objective %s", res.method, res.status, res.packed,
              len(guest_jobs), res.objective)
     ids = [s.id for s in snap.servers]
@@ -232,7 +230,7 @@ def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: st
                 shares={host.id: res.host_share[g], guest.id: res.guest_share[g]})))
     groups.sort(key=lambda e: e[:3])
     out = msgspec.structs.replace(decision, jobs=jobs, packing=[e[3] for e in groups])
-    return _with_summary(out, res.method, status)
+    return _with_summary(out, res.method, str(res.status))
 
 
 def _with_summary(decision: Decision, method: str, status: str) -> Decision:

@@ -84,7 +84,7 @@ def test_job_rate_min_and_stealing():
 
 
 def test_alibaba_defaults():
-    from lyra_solver.bench.packing_bench import alibaba_pods
+    from lyra_solver.bench.suites.packing import alibaba_pods
 
     pods = alibaba_pods()
     if pods is None:
