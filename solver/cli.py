@@ -14,11 +14,10 @@ import os
 import sys
 from pathlib import Path
 
-import msgspec
 from lyra_solver import __version__, io
 from lyra_solver.errors import InputError, escape
 from lyra_solver.formulations.vocabulary import ALLOCATIONS, MCKP_METHODS, PACKINGS, PLACEMENTS, QUEUE_ORDERS, RECLAIMS
-from lyra_solver.types import SCHEMAS, MCKPAnswer
+from lyra_solver.types import SCHEMAS, MCKPAnswer, json_schema
 
 log = logging.getLogger("lyra_solver.cli")
 
@@ -153,7 +152,7 @@ def cmd_mckp(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    schema = msgspec.json.schema(SCHEMAS[args.what])
+    schema = json_schema(args.what)
     io.write_atomic("-", (json.dumps(schema, indent=2, sort_keys=True) + "\n").encode())
     return EXIT_OK
 
