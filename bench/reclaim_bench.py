@@ -34,8 +34,7 @@ from lyra_solver.bench.reclaim_instances import (
     with_count,
 )
 from lyra_solver.formulations import Status
-from lyra_solver.formulations.problems import ReclaimProblem
-from lyra_solver.formulations.reclaim import ReclaimResult, solve_reclaim
+from lyra_solver.formulations.reclaim import ReclaimProblem, ReclaimResult, solve_reclaim
 from lyra_solver.heuristics.reclaim import fewest_jobs_reclaim, greedy_reclaim, random_reclaim
 
 __all__ = ["main", "run_instance"]

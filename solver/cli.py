@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 from lyra_solver import io
 from lyra_solver.errors import InputError
+from lyra_solver.formulations.mckp import METHODS as MCKP_METHODS
 from lyra_solver.types import SCHEMAS, MCKPAnswer
 
 log = logging.getLogger("lyra_solver.cli")
@@ -146,8 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("mckp", help="solve a multiple-choice knapsack instance")
     m.add_argument("instance", help="MCKP instance JSON, - for standard input")
-    m.add_argument("--method", default="auto",
-                   choices=["auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull"])
+    m.add_argument("--method", default="auto", choices=MCKP_METHODS)
     m.add_argument("--time-limit", type=_positive_float)
     m.add_argument("-o", "--output")
     m.add_argument("--timings", action="store_true", help="add time_s to the answer")

@@ -30,9 +30,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from lyra_solver.formulations import Status
+from lyra_solver.formulations import SolveResult, Status
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
-from lyra_solver.formulations.problems import PlacementProblem, ReclaimProblem
+from lyra_solver.formulations.placement import PlacementProblem
+from lyra_solver.formulations.reclaim import ReclaimProblem
 from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
@@ -94,11 +95,21 @@ class Cluster:
 
 @dataclass(frozen=True)
 class StepReport:
+    """What a step tells the decision summary: the method, its status and, where known, objective, bound, gap."""
+
     method: str
     status: str
     objective: float | None = None
     bound: float | None = None
     gap: float | None = None
+
+    @classmethod
+    def of(cls, result: SolveResult, **overrides) -> StepReport:
+        """The report of a solver's result (any family's :class:`SolveResult`), fields overridden by keyword."""
+        fields = dict(method=result.method, status=str(result.status), objective=result.objective,
+                      bound=result.bound, gap=result.gap)
+        fields.update(overrides)
+        return cls(**fields)
 
 
 # ----------------------------------------------------------------------------------------------- 1. reclaim
@@ -159,7 +170,7 @@ def reclaim_step(cl: Cluster, settings: Settings) -> Reclaimed:
         else:
             placement[j] = None
             preempted.append(j)
-    report = StepReport(res.method, str(res.status), res.objective, res.bound, res.gap)
+    report = StepReport.of(res)
     return Reclaimed(back, tuple(placement), tuple(sorted(preempted)), frozenset(shrunk), report)
 
 
@@ -384,7 +395,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
         log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
         res = solve_mckp(problem, method="hull")
     targets[elastic] += np.asarray(res.choice, dtype=np.int64)
-    report = StepReport(f"mckp-{res.method}", str(res.status), res.objective, res.bound, res.gap)
+    report = StepReport.of(res, method=f"mckp-{res.method}")
     return Scaled(jobs, table, targets, report)
 
 
@@ -459,7 +470,7 @@ def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport
         log.warning("exact placement gave %s; keeping best fit decreasing", res.status)
         return per_job, StepReport("bfd-fallback", "feasible")
     mapped = tuple(tuple((int(keep[s]), n) for s, n in pairs_) for pairs_ in res.placement.per_job)
-    return mapped, StepReport(res.method, str(res.status), None, None, res.gap)
+    return mapped, StepReport.of(res, objective=None, bound=None)
 
 
 # ----------------------------------------------------------------------------------------------- decide

@@ -55,7 +55,7 @@ import time
 
 import numpy as np
 from lyra_solver.formulations.mckp._lp import lp_relaxation, undominated, upper_hull
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 from lyra_solver.formulations.mckp.greedy import greedy_positions
 
 __all__ = ["solve_core"]
@@ -276,14 +276,9 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     deadline = None if time_limit is None else start + float(time_limit)
     n = problem.n_classes
     cap = problem.capacity
-    if n == 0:
-        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start, method="core",
-                           backend_status="empty")
     red = undominated(problem)
     hull = upper_hull(red)
     lp = lp_relaxation(red, hull, cap)
-    if not lp.feasible:
-        return infeasible_result(start, "core")
     rows = np.arange(n)
     lp_pos = lp.lp_pos
     if lp.frac_class < 0:
