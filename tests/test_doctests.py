@@ -15,7 +15,6 @@ import pkgutil
 import lyra_solver
 import pytest
 
-
 #: The installed packages mapped from the repository's top-level folders (an editable install maps them
 #: without nesting the folders, so each is walked from its own path).
 ROOTS = ("lyra_solver", "lyra_solver.formulations", "lyra_solver.heuristics", "lyra_solver.bench")

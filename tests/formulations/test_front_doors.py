@@ -6,8 +6,7 @@ import importlib
 import inspect
 
 import pytest
-from lyra_solver.formulations import Status
-from lyra_solver.formulations import mckp, placement, reclaim
+from lyra_solver.formulations import Status, mckp, placement, reclaim
 from lyra_solver.formulations.placement import JointProblem, PlacementProblem, solve_joint, solve_placement
 from lyra_solver.formulations.reclaim import ReclaimProblem, solve_reclaim
 
