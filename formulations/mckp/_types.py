@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -276,9 +276,13 @@ class MCKPResult(SolveResult):
         The backend's own status string (e.g. CP-SAT ``"OPTIMAL"``, ``"time_limit"``).
     choice : tuple of int or None
         Item index (into the problem's item list) chosen in each class.
+    stats : Mapping[str, int]
+        Counters of the search, when the method reports them (the core: classes that entered the core,
+        states created, largest state list...); empty otherwise.
     """
 
     choice: tuple[int, ...] | None
+    stats: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The DESIGN "MCKP instance" answer as a plain dict."""
@@ -294,7 +298,8 @@ class MCKPResult(SolveResult):
 
 
 def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None, bound: float | None, *,
-                proven: bool, start: float, method: str, backend_status: str) -> MCKPResult:
+                proven: bool, start: float, method: str, backend_status: str,
+                stats: Mapping[str, int] | None = None) -> MCKPResult:
     """Assemble a result: recompute the objective from the problem, derive status and gap.
 
     ``proven`` marks a choice proven optimal by the method. Without a choice the status is ``no_solution``.
@@ -303,7 +308,7 @@ def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None,
     elapsed = time.perf_counter() - start
     if choice is None:
         return MCKPResult(status=Status.NO_SOLUTION, objective=None, bound=bound, gap=None, choice=None,
-                          time_s=elapsed, method=method, backend_status=backend_status)
+                          time_s=elapsed, method=method, backend_status=backend_status, stats=dict(stats or {}))
     ch = tuple(np.asarray(choice, dtype=np.int64).reshape(-1).tolist())
     obj = problem.choice_value(ch)
     if proven and (bound is None or bound < obj):
@@ -313,7 +318,7 @@ def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None,
     if status is Status.OPTIMAL and gap is None:
         gap = 0.0
     return MCKPResult(status=status, objective=obj, bound=bound, gap=gap, choice=ch, time_s=elapsed, method=method,
-                      backend_status=backend_status)
+                      backend_status=backend_status, stats=dict(stats or {}))
 
 
 def infeasible_result(start: float, method: str, backend_status: str = "infeasible") -> MCKPResult:
