@@ -54,10 +54,11 @@ def instances(cfg: Config) -> list[Instance]:
     size = cfg.options.get("decide_size")
     out = []
 
-    def gen(servers: int, jobs: int, seed: int, gpus: int = 8, running_share: float = 0.5) -> None:
+    def gen(servers: int, jobs: int, seed: int, gpus: int = 8, running_share: float = 0.5,
+            only: tuple[str, ...] | None = None) -> None:
         out.append(Instance("generated", f"generated {servers} servers x {gpus} GPUs, {jobs} jobs seed={seed}",
                             servers * gpus, {"kind": "generated", "servers": servers, "jobs": jobs, "seed": seed,
-                                             "gpus": gpus, "running_share": running_share}))
+                                             "gpus": gpus, "running_share": running_share}, only))
 
     if size is not None:
         gen(size["servers"], size["jobs"], 1 + cfg.seed, size.get("gpus", 8), size.get("running_share", 0.5))
