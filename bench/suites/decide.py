@@ -1,7 +1,7 @@
 """Decide suite: one whole round (parse + validate + decide + encode) per allocation method.
 
 Methods: the allocation vocabulary of the snapshot options (``exact``, ``greedy``, ``hull``; read from
-:class:`lyra_solver.types.Options`, so a new allocation method joins these tables).
+:data:`lyra_solver.formulations.vocabulary.ALLOCATIONS`, so a new allocation method joins these tables).
 
 Instances (``--quick`` in brackets):
 
@@ -33,6 +33,12 @@ DEFAULT_ALLOCATIONS = ("exact", "greedy", "hull")
 
 def allocations() -> tuple[str, ...]:
     """The allocation methods that ``decide`` accepts (the options' vocabulary)."""
+    try:
+        from lyra_solver.formulations.vocabulary import ALLOCATIONS
+
+        return tuple(ALLOCATIONS)
+    except ImportError:
+        pass
     try:
         from lyra_solver.types import Options
 
