@@ -55,6 +55,7 @@ class Settings:
     packing: str
     time_limit: float
     timings: bool = False
+    backend: str = "auto"  # value-table backend (values.BACKENDS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -370,7 +371,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
                                      np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
-    table = value_table(opts, server_gpus=cl.server_gpus)
+    table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend)
     elastic = np.flatnonzero(table.sizes > 1)
     targets = table.min_workers.copy()
     if elastic.size == 0:
@@ -473,15 +474,16 @@ def settings_of(snap: Snapshot, **overrides) -> Settings:
 
 def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
-           time_limit: float | None = None, timings: bool = False) -> Decision:
+           time_limit: float | None = None, timings: bool = False, backend: str = "auto") -> Decision:
     """One scheduling round: the decision for ``snapshot`` (already validated).
 
     Keyword arguments override the snapshot's ``options``. ``timings=True`` adds ``summary.time_s`` (which
-    makes the output differ from run to run).
+    makes the output differ from run to run). ``backend`` picks the value table's array library
+    (:func:`lyra_solver.values.resolve_backend`; the numbers agree within float tolerance).
     """
     t0 = time.perf_counter()
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
-                           placement=placement, packing=packing, time_limit=time_limit)
+                           placement=placement, packing=packing, time_limit=time_limit, backend=backend)
     cl = Cluster.of(snapshot)
     rec = reclaim_step(cl, settings)
     log.info("reclaim: %d servers back (%s, %s), %d jobs shrunk, %d preempted", len(rec.servers),
