@@ -23,8 +23,9 @@ Backends
 --------
 ``torch``: the expression in eager torch on CUDA when present (else on the CPU): a dozen kernels, each
 reading and writing ``(J, M)`` temporaries. ``fused=True`` compiles it with :func:`torch.compile`
-(inductor): one pointwise kernel (Triton on a GPU, C++/OpenMP on a CPU) whose program reads the job's
-parameters and writes each output cell once; ``T(min)`` is recomputed in the cell rather than read back.
+(inductor): one fused pointwise kernel (Triton on a GPU, C++/OpenMP on a CPU; checked on the CPU: one
+generated kernel) that reads each job's parameters once per row and writes each output cell once; the
+``(J, 1)`` column ``T(min)`` is computed in the same pass, no ``(J, M)`` temporary exists.
 ``cupy``: the expression on cupy arrays (unfused, imported lazily).
 
 Memory-bound analysis (the 1,000,000 x 256 target)
