@@ -481,6 +481,9 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     makes the output differ from run to run). ``backend`` picks the value table's array library
     (:func:`lyra_solver.values.resolve_backend`; the numbers agree within float tolerance).
     """
+    if not isinstance(snapshot, Snapshot):
+        raise TypeError(f"decide: snapshot must be a lyra_solver.Snapshot (from parse_snapshot or load_snapshot), "
+                        f"got {type(snapshot).__name__}")
     t0 = time.perf_counter()
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
                            placement=placement, packing=packing, time_limit=time_limit, backend=backend)

@@ -1,0 +1,137 @@
+"""Carry a decision into the next round's snapshot (DESIGN "Applying a decision").
+
+:func:`apply_decision` is the one public function: the snapshot of the next round as the engine sees it once the
+scheduler has carried the decision out. It does not advance time (``now``, ``remaining_work`` and
+``attained_service`` are the caller's: a simulator advances them by each job's rate, a production scheduler
+reads them from its workers).
+"""
+from __future__ import annotations
+
+import msgspec
+from lyra_solver.errors import InputError
+from lyra_solver.types import Decision, Inference, Job, Server, Snapshot
+
+__all__ = ["apply_decision"]
+
+
+def apply_decision(snapshot: Snapshot, decision: Decision) -> Snapshot:
+    """The snapshot of the next round once ``decision`` is carried out.
+
+    - jobs that ``run`` get the decision's placement (their worker count is its sum);
+    - jobs that are ``preempt``-ed go back to the queue (placement removed); ``wait`` leaves a queued job queued;
+    - servers in ``servers.reclaim`` go back to the inference side as ``serving``; servers in ``servers.loan``
+      become ``loaned``;
+    - ``inference.reclaim`` is reduced by the number of servers returned (never below 0);
+    - packing guests (jobs of ``decision.packing`` that share GPUs with a host) run with the placement their
+      ``run`` decision gives, like any running job: the snapshot format has no field for MPS shares, so the
+      shares live in the decision only and :func:`_packing_hook` carries nothing further.
+
+    Everything else (``now``, options, work, penalties, submit times) is copied unchanged: advancing time is the
+    caller's.
+
+    Parameters
+    ----------
+    snapshot : Snapshot
+        The snapshot the decision was made for.
+    decision : Decision
+        The engine's decision for ``snapshot`` (as :func:`lyra_solver.decide` returns it).
+
+    Returns
+    -------
+    Snapshot
+        A new snapshot; the inputs are not modified.
+
+    Raises
+    ------
+    InputError
+        If the decision names a job or server the snapshot lacks, misses a job, or a ``run`` has no placement.
+
+    Notes
+    -----
+    Running time O(S + J + P) for S servers, J jobs and P placement entries. The function does not check the
+    decision's feasibility (that is :func:`lyra_solver.check.check_decision`'s job); it only refuses decisions
+    that cannot be applied at all.
+
+    Examples
+    --------
+    >>> from lyra_solver import apply_decision, decide, parse_snapshot
+    >>> snap = parse_snapshot(b'''{"format_version": 1,
+    ...   "servers": [{"id": "t0", "pool": "training", "gpus": 8},
+    ...               {"id": "i0", "pool": "inference", "gpus": 8, "state": "loaned"}],
+    ...   "inference": {"reclaim": 1},
+    ...   "jobs": [{"id": "a", "min_workers": 2, "max_workers": 8, "remaining_work": 1e6,
+    ...             "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0},
+    ...             "placement": {"t0": 4, "i0": 4}, "restart_penalty": 30}]}''')
+    >>> nxt = apply_decision(snap, decide(snap))
+    >>> [(s.id, s.state) for s in nxt.servers]
+    [('t0', None), ('i0', 'serving')]
+    >>> nxt.jobs[0].placement, nxt.inference.reclaim
+    ({'t0': 8}, 0)
+    """
+    jobs_d = decision.jobs
+    ids = {s.id for s in snapshot.servers}
+    reclaim = set(decision.servers.reclaim)
+    loan = set(decision.servers.loan)
+    for where, names in (("servers.reclaim", reclaim), ("servers.loan", loan)):
+        unknown = sorted(names - ids)
+        if unknown:
+            raise InputError(f"decision.{where}", f"unknown server {unknown[0]!r}")
+    if len(jobs_d) != len(snapshot.jobs) or any(j.id not in jobs_d for j in snapshot.jobs):
+        missing = [j.id for j in snapshot.jobs if j.id not in jobs_d]
+        extra = sorted(set(jobs_d) - {j.id for j in snapshot.jobs})
+        what = f"job {missing[0]!r} missing" if missing else f"unknown job {extra[0]!r}"
+        raise InputError("decision.jobs", what)
+
+    servers = [_server_after(s, reclaim, loan) for s in snapshot.servers]
+    jobs = [_job_after(j, jobs_d[j.id], ids) for j in snapshot.jobs]
+    jobs = _packing_hook(jobs, decision)
+    left = max(0, snapshot.inference.reclaim - len(reclaim))
+    inference = snapshot.inference if left == snapshot.inference.reclaim else Inference(reclaim=left)
+    return Snapshot(format_version=snapshot.format_version, servers=servers, jobs=jobs, now=snapshot.now,
+                    inference=inference, options=snapshot.options)
+
+
+def _server_after(s: Server, reclaim: set[str], loan: set[str]) -> Server:
+    if s.id in reclaim:
+        return Server(id=s.id, pool=s.pool, gpus=s.gpus, state="serving")
+    if s.id in loan:
+        return Server(id=s.id, pool=s.pool, gpus=s.gpus, state="loaned")
+    return s
+
+
+def _job_after(job: Job, jd, server_ids: set[str]) -> Job:
+    if jd.action == "run":
+        if not jd.placement:
+            raise InputError(f"decision.jobs.{job.id}", "action run without a placement")
+        unknown = sorted(set(jd.placement) - server_ids)
+        if unknown:
+            raise InputError(f"decision.jobs.{job.id}.placement", f"unknown server {unknown[0]!r}")
+        placement = dict(jd.placement)
+        if job.placement == placement:
+            return job
+        return _replace(job, placement=placement)
+    if jd.action in ("preempt", "wait"):
+        return job if job.placement is None else _replace(job, placement=None)
+    raise InputError(f"decision.jobs.{job.id}.action", f"unknown action {jd.action!r}")
+
+
+def _replace(job: Job, **changes) -> Job:
+    return msgspec.structs.replace(job, **changes)
+
+
+def _packing_hook(jobs: list[Job], decision: Decision) -> list[Job]:
+    """Where packing (DESIGN "Packing") changes the next snapshot beyond placements.
+
+    A guest's workers are listed in its own ``run`` placement (on the host's servers), so the generic path has
+    already placed it; the MPS shares of ``decision.packing`` have no field in format_version 1 and stay in the
+    decision (the simulator reads them from there to compute packed speeds). When the snapshot format gains a
+    field for a job's share or host, it is filled here.
+    """
+    if not decision.packing:
+        return jobs
+    running = {j.id for j in jobs if j.placement is not None}
+    for group in decision.packing:
+        stray = [j for j in group.jobs if j not in running]
+        if stray:
+            raise InputError("decision.packing", f"job {stray[0]!r} on {group.server!r} does not run")
+    return jobs
