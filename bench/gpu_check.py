@@ -38,7 +38,7 @@ import numpy as np
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
 from lyra_solver.types import PROFILE_MODELS
 from lyra_solver.values import value_table, value_tables
-from lyra_solver.values_gpu import RTOL, JobArrays, device_inputs, jobs_of, to_numpy, value_table_device
+from lyra_solver.values_gpu import ATOL, RTOL, JobArrays, device_inputs, jobs_of, to_numpy, value_table_device
 
 log = logging.getLogger(__name__)
 
@@ -185,10 +185,12 @@ def check_rows(arrays: JobArrays, values, times, rows: np.ndarray, dtype: str) -
     if arrays.width > m:  # the reference's width is the widest checked row: the rest must be padding
         ok &= bool(np.all(np.isneginf(to_numpy(values[_index(values, rows)])[:, m:])))
     scale = np.abs(ref.times[:, :1]) + np.abs(ref.times) + arrays.restart_penalty[rows][:, None]
-    worst = float(np.max(np.abs(v[fin] - ref.values[fin]) / (RTOL[dtype] * scale[fin]))) if fin.any() else 0.0
+    tol = RTOL[dtype] * scale[fin] + ATOL[dtype]
+    worst = float(np.max(np.abs(v[fin] - ref.values[fin]) / tol)) if fin.any() else 0.0
     if times is not None:
         t = to_numpy(times[_index(times, rows)])[:, :m].astype(np.float64)
-        worst = max(worst, float(np.max(np.abs(t - ref.times) / (RTOL[dtype] * np.abs(ref.times)))))
+        tol = RTOL[dtype] * np.abs(ref.times) + ATOL[dtype]
+        worst = max(worst, float(np.max(np.abs(t - ref.times) / tol)))
     return worst, ok and worst <= 1.0
 
 
@@ -260,7 +262,8 @@ def run_tables(args, cuda: bool, have_cupy: bool, rng: np.random.Generator) -> l
             ok &= bool(np.array_equal(fin, np.isfinite(g.values)) and np.array_equal(ref.weights, g.weights))
             scale = (np.abs(ref.times[:, :1]) + np.abs(ref.times)
                      + np.array([j.restart_penalty for j in b])[:, None])
-            worst = max(worst, float(np.max(np.abs(g.values[fin] - ref.values[fin]) / (RTOL["float64"] * scale[fin]))))
+            tol = RTOL["float64"] * scale[fin] + ATOL["float64"]
+            worst = max(worst, float(np.max(np.abs(g.values[fin] - ref.values[fin]) / tol)))
         out.append(Row("value tables, batched (8 snapshots)", f"{sum(map(len, batches))} jobs", None, "-",
                        f"{worst:.2g} x tol", ok and worst <= 1.0))
     except Exception as exc:  # noqa: BLE001

@@ -41,8 +41,9 @@ table, below the bandwidth time at 60+ TFLOP/s. The eager expression writes and 
 (2 GB: about 0.45 ms at peak).
 
 Tolerance (what the tests and ``bench/gpu_check`` assert): with ``scale = |T(min)| + |T(w)| + penalty``,
-``|V - V_numpy| <= rtol * scale`` with ``rtol = 1e-9`` in float64 and ``2e-5`` in float32 (float32 keeps 24
-bits; ``exp(e log w)`` and the division add a few ulps); times ``|T - T_numpy| <= rtol * |T_numpy|``;
+``|V - V_numpy| <= rtol * scale + atol`` with ``rtol = 1e-9`` in float64 and ``2e-5`` in float32 (float32 keeps
+24 bits; ``exp(e log w)`` and the division add a few ulps) and ``atol`` the type's smallest normal number
+(times that small underflow, or flush to zero on a GPU); times ``|T - T_numpy| <= rtol * |T_numpy| + atol``;
 weights and padding are exact.
 """
 from __future__ import annotations
@@ -59,10 +60,12 @@ from lyra_solver.values import TIME_CAP, JobOptions, ValueTable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RTOL", "JobArrays", "cells", "jobs_of", "pack_jobs", "value_table_device", "value_table_gpu"]
+__all__ = ["ATOL", "RTOL", "JobArrays", "cells", "jobs_of", "pack_jobs", "value_table_device", "value_table_gpu"]
 
 #: Documented tolerance of a backend against numpy, by float type (see the module docstring).
 RTOL = {"float64": 1e-9, "float32": 2e-5}
+#: Absolute floor of that tolerance: the smallest normal number of the type (underflow, flush-to-zero).
+ATOL = {"float64": float(np.finfo(np.float64).tiny), "float32": float(np.finfo(np.float32).tiny)}
 
 _KIND = {PowerThroughput: 0, TableThroughput: 1, ProfileThroughput: 2}
 

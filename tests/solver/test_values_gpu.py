@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lyra_solver.types import PROFILE_MODELS, PowerThroughput, ProfileThroughput, TableThroughput
 from lyra_solver.values import AUTO_MIN_CELLS, JobOptions, resolve_backend, value_table, value_tables
-from lyra_solver.values_gpu import RTOL, jobs_of, pack_jobs, to_numpy, value_table_device, value_table_gpu
+from lyra_solver.values_gpu import ATOL, RTOL, jobs_of, pack_jobs, to_numpy, value_table_device, value_table_gpu
 
 from tests.solver.test_values import job_options
 
@@ -36,15 +36,15 @@ def _cuda() -> bool:
 
 
 def assert_close(ref, values, times, pen, dtype: str) -> None:
-    """The documented tolerance: ``|V - V_ref| <= rtol (|T(min)| + |T(w)| + penalty)``, padding exact."""
+    """The documented tolerance: ``|V - V_ref| <= rtol (|T(min)| + |T(w)| + penalty) + atol``, padding exact."""
     values, times = np.asarray(values, np.float64), np.asarray(times, np.float64)
     fin = np.isfinite(ref.values)
     assert np.array_equal(fin, np.isfinite(values))
     assert np.all(np.isneginf(values[~fin]))
     scale = np.abs(ref.times[:, :1]) + np.abs(ref.times) + np.asarray(pen)[:, None]
-    rtol = RTOL[dtype]
-    assert np.all(np.abs(values[fin] - ref.values[fin]) <= rtol * scale[fin] + 1e-300)
-    assert np.all(np.abs(times - ref.times) <= rtol * np.abs(ref.times) + 1e-300)
+    rtol, atol = RTOL[dtype], ATOL[dtype]
+    assert np.all(np.abs(values[fin] - ref.values[fin]) <= rtol * scale[fin] + atol)
+    assert np.all(np.abs(times - ref.times) <= rtol * np.abs(ref.times) + atol)
 
 
 def _mixed_jobs(n: int, seed: int) -> list[JobOptions]:
