@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 from lyra_solver import io
 from lyra_solver.errors import InputError, escape
+from lyra_solver.formulations.vocabulary import ALLOCATIONS, MCKP_METHODS, PACKINGS, PLACEMENTS, QUEUE_ORDERS, RECLAIMS
 from lyra_solver.types import SCHEMAS, MCKPAnswer
 
 log = logging.getLogger("lyra_solver.cli")
@@ -141,11 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("decide", help="one scheduling round: snapshot -> decision JSON")
     d.add_argument("snapshot", help="snapshot JSON file, - for standard input")
     d.add_argument("-o", "--output", help="write the decision here (default: standard output)")
-    d.add_argument("--queue", choices=["sjf", "fifo", "las"])
-    d.add_argument("--allocation", choices=["exact", "greedy", "hull"])
-    d.add_argument("--reclaim", choices=["exact", "greedy"])
-    d.add_argument("--placement", choices=["exact", "bfd"])
-    d.add_argument("--packing", choices=["off"])
+    d.add_argument("--queue", choices=QUEUE_ORDERS)
+    d.add_argument("--allocation", choices=ALLOCATIONS)
+    d.add_argument("--reclaim", choices=RECLAIMS)
+    d.add_argument("--placement", choices=PLACEMENTS)
+    d.add_argument("--packing", choices=PACKINGS)
     d.add_argument("--time-limit", type=_positive_float, help="seconds per exact step")
     d.add_argument("--timings", action="store_true", help="add summary.time_s (output then varies run to run)")
     d.add_argument("--backend", choices=["auto", "numpy", "torch", "cupy"], default="auto",
@@ -160,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("mckp", help="solve a multiple-choice knapsack instance")
     m.add_argument("instance", help="MCKP instance JSON, - for standard input")
     m.add_argument("--method", default="auto",
-                   choices=["auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull"])
+                   choices=MCKP_METHODS)
     m.add_argument("--time-limit", type=_positive_float)
     m.add_argument("-o", "--output")
     m.add_argument("--timings", action="store_true", help="add time_s to the answer")
