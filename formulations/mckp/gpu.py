@@ -55,7 +55,7 @@ from functools import cache
 
 import numpy as np
 from lyra_solver.formulations.mckp._lp import undominated
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["CPU_MAX_BYTES", "KERNELS", "solve_gpu"]
 
@@ -107,12 +107,7 @@ def solve_gpu(problem: MCKPProblem, *, time_limit: float | None = None, kernel: 
     if kernel not in KERNELS:
         raise ValueError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
     chosen = _choose_kernel(kernel)
-    n = problem.n_classes
-    if n == 0:
-        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start, method="gpu",
-                           backend_status="empty")
-    if not problem.is_feasible():
-        return infeasible_result(start, "gpu")
+    n = problem.n_classes  # >= 1 and the lightest items fit: solve_mckp checked both before dispatch
     red = undominated(problem)
     base = red.weights[:, 0]
     top = int(red.weights[np.arange(n), red.counts - 1].sum())

@@ -205,7 +205,7 @@ def _solve_emulated(lib, p: MCKPProblem, *, blocks: int, threads: int, monkeypat
 
     monkeypatch.setattr(gpu_mod, "_run_torch", run)  # solve_gpu picks _run_torch where CuPy is absent
     monkeypatch.setattr(gpu_mod, "_choose_kernel", lambda kernel: "torch")
-    return gpu_mod.solve_gpu(p, time_limit=None if deadline is None else deadline, max_bytes=1 << 30)
+    return solve_mckp(p, method="gpu", time_limit=deadline, max_bytes=1 << 30)
 
 
 def test_cuda_source_emulated_matches_dp(emulated, monkeypatch):
