@@ -82,7 +82,7 @@ REL_TOL = 1e-11
 DEFAULT_MAX_BYTES = 1 << 30
 
 #: With ``use_numba=None``, problems with at least this many items use the numba kernels (when installed).
-NUMBA_MIN_ITEMS = 20_000
+NUMBA_MIN_ITEMS = 5_000
 
 #: The LP relaxation of the classes outside the core (:class:`_LPTail`) joins the bound once a step would
 #: create this many candidates, and is rebuilt each time the core has doubled since.
