@@ -525,7 +525,9 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             need_up = a >= 0 and bool(np.any(feas & (V + lam_up * (cap - W).astype(np.float64) > thr)))
             need_dn = b >= 0 and bool(np.any(~feas & (V + lam_dn * (cap - W).astype(np.float64) > thr)))
             if need_up and need_dn:
-                i = a if alpha - lam_up <= lam_dn - alpha else b
+                d_up, d_dn = alpha - lam_up, lam_dn - alpha
+                # the closer gradient first; on a tie, alternate so that the states stay around the capacity
+                i = a if d_up < d_dn or (d_up == d_dn and len(order) % 2 == 1) else b
             elif need_up or need_dn:
                 i = a if need_up else b
             else:
