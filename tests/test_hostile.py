@@ -273,3 +273,39 @@ def test_solve_mckp_refuses_what_is_not_a_problem(bad):
 
     with pytest.raises(TypeError, match="takes an MCKPProblem"):
         solve_mckp(bad)
+
+
+# ---------------------------------------------------------------------------------------------- 7. fuzz command
+def test_fuzz_judges_each_broken_promise():
+    from lyra_solver.bench.fuzz import judge
+
+    assert judge(0, b"", 0.1, 100, memory_mb=2048) is None
+    assert judge(2, b"error: f.json: jobs[0].id: bad\n", 0.1, 100, memory_mb=2048) is None
+    assert judge(None, b"", 60, 100, memory_mb=2048) == "timeout"
+    assert judge(3, b"error: internal error (X)\n", 0.1, 100, memory_mb=2048).startswith("internal error")
+    assert judge(1, b"Traceback (most recent call last):\n", 0.1, 100, memory_mb=2048) == "traceback"
+    assert judge(-9, b"", 0.1, 100, memory_mb=2048).startswith("exit -9")
+    assert judge(0, b"", 0.1, 4000, memory_mb=2048).startswith("memory")
+    assert judge(2, b"error: a\nb\n", 0.1, 100, memory_mb=2048).startswith("exit 2 without")
+    assert judge(2, b"error: \x1b[31m\n", 0.1, 100, memory_mb=2048).startswith("unescaped")
+
+
+def test_fuzz_is_seeded_and_runs_clean(tmp_path):
+    import random
+
+    from lyra_solver.bench.fuzz import fuzz, mutate_document, random_snapshot
+
+    a = [mutate_document(random_snapshot(random.Random(7)), random.Random(k)) for k in range(5)]
+    b = [mutate_document(random_snapshot(random.Random(7)), random.Random(k)) for k in range(5)]
+    assert a == b
+    cases, findings = fuzz(seconds=600, seed=3, max_cases=4, out_dir=tmp_path, timeout=120)
+    assert cases == 4 and findings == [], findings
+    assert json.loads((tmp_path / "findings.json").read_text()) == []
+
+
+def test_fuzz_command_line_refuses_bad_arguments():
+    from lyra_solver.bench.fuzz import main
+
+    assert main(["--time", "-1"]) == 2
+    assert main(["--seed", "x"]) == 2
+    assert main(["--memory-mb", "10"]) == 2
