@@ -37,7 +37,7 @@ from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
-from lyra_solver.values import JobOptions, ValueTable, value_table
+from lyra_solver.values import TIME_CAP, JobOptions, ValueTable, option_grid, value_table
 
 log = logging.getLogger(__name__)
 
@@ -366,6 +366,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
         top = c if j in adm.donors else min(job.max_workers, job.min_workers + capacity // job.gpus_per_worker)
         opts.append(JobOptions(job.throughput, job.min_workers, top, job.remaining_work,
                                job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0))
+    opts, thinned = _thin(opts)
     if not jobs:
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
@@ -383,9 +384,40 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
     if res.choice is None:
         log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
         res = solve_mckp(problem, method="hull")
-    targets[elastic] += np.asarray(res.choice, dtype=np.int64)
+    base, step, _ = option_grid([opts[i] for i in elastic.tolist()])
+    choice = np.asarray(res.choice, dtype=np.int64)
+    targets[elastic] = np.clip(base + choice * step, table.min_workers[elastic],
+                               np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size))
     report = StepReport(f"mckp-{res.method}", str(res.status), res.objective, res.bound, res.gap)
+    if thinned:  # optimal over the thinned options only: no proof for the full table
+        report = StepReport(f"mckp-{res.method}-thinned", "feasible", res.objective, None, None)
     return Scaled(jobs, table, targets, report)
+
+
+#: Largest value table (elastic jobs x widest option list, after options heavier than the capacity are cut)
+#: that the scale step builds: about 8 bytes x 8 arrays per cell. Wider rows are thinned to fit (see _thin).
+MAX_TABLE_CELLS = 1_000_000
+
+
+def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
+    """Keep the value table within :data:`MAX_TABLE_CELLS`: rows wider than the cells allow per job get an
+    evenly spaced grid of worker counts (min, max and the current count kept; see
+    :func:`~lyra_solver.values.option_grid`). Returns the options and whether any row was thinned."""
+    widths = np.fromiter((o.max_workers - o.min_workers + 1 for o in opts), np.int64, len(opts))
+    elastic = int((widths > 1).sum())
+    if elastic == 0 or elastic * int(widths.max()) <= MAX_TABLE_CELLS:
+        return opts, False
+    cap = max(MAX_TABLE_CELLS // elastic, 3)
+    out = []
+    for o, width in zip(opts, widths.tolist(), strict=True):
+        if width > cap:
+            step = -(-(width - 1) // (cap - 2))  # (cap - 2) steps span the row, plus room for the anchor
+            o = JobOptions(o.throughput, o.min_workers, o.max_workers, o.remaining_work, o.gpus_per_worker,
+                           o.current_workers, o.restart_penalty, step)
+        out.append(o)
+    log.warning("value table thinned: %d elastic jobs x up to %d options > %d cells; the allocation is optimal "
+                "over the thinned options only", elastic, int(widths.max()), MAX_TABLE_CELLS)
+    return out, True
 
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:
@@ -514,6 +546,24 @@ def _times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:
     return dict(zip(jobs, t.tolist(), strict=True))
 
 
+def _value_of(cl: Cluster, rec: Reclaimed, adm: Admitted, sc: Scaled, i: int, j: int, w: int) -> float:
+    """Value-table entry of job ``j`` (row ``i``) at ``w`` workers, recomputed as the table does when its
+    row was thinned (``w`` off the row's grid)."""
+    job = cl.snap.jobs[j]
+    k = w - job.min_workers
+    if k < sc.table.sizes[i] and sc.table.weights[i, k] == job.gpus_per_worker * k:  # a full row
+        return float(sc.table.values[i, k])
+    from lyra_solver.throughput import rate_one
+
+    def t(n: int) -> float:
+        r = rate_one(job.throughput, n, gpus_per_worker=job.gpus_per_worker, server_gpus=cl.server_gpus)
+        return min(job.remaining_work / r, TIME_CAP)
+
+    c = 0 if j in adm.admitted else sum(adm.placement[j].values())
+    untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
+    return t(job.min_workers) - t(w) - (job.restart_penalty if untouched and w != c else 0.0)
+
+
 def _decision(cl: Cluster, rec: Reclaimed, borrowed, adm: Admitted, sc: Scaled, pl: Placed, settings: Settings,
               elapsed: float | None) -> Decision:
     snap = cl.snap
@@ -533,8 +583,7 @@ def _decision(cl: Cluster, rec: Reclaimed, borrowed, adm: Admitted, sc: Scaled, 
             named = {ids[s]: n for s, n in sorted(p.items())}
             changed = job.placement is None or named != dict(sorted(job.placement.items()))
             jobs[job.id] = JobDecision(action="run", workers=w, placement=named, changed=changed)
-            i = row[j]
-            jct += float(sc.table.values[i, w - job.min_workers])
+            jct += _value_of(cl, rec, adm, sc, row[j], j, w)
         elif job.placement is not None:
             jobs[job.id] = JobDecision(action="preempt")
             preemptions += 1

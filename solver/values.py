@@ -29,6 +29,7 @@ class JobOptions:
     gpus_per_worker: int = 1
     current_workers: int = 0  # 0: not running
     restart_penalty: float = 0.0
+    step: int = 1  # > 1: a thinned grid of options (see :func:`option_grid`)
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,11 +74,12 @@ def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> Value
     n = len(jobs)
     mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
     maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
-    sizes = maxs - mins + 1
+    base, step, sizes = option_grid(jobs)
     m = int(sizes.max()) if n else 1
     offs = np.arange(m, dtype=np.int64)
     mask = offs[None, :] < sizes[:, None]
-    w = np.minimum(mins[:, None] + offs[None, :], maxs[:, None])  # padding repeats the last option
+    # padding repeats the last option; a thinned row (step > 1) starts at min and ends at max
+    w = np.clip(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
     rate = np.empty((n, m), dtype=np.float64)
 
     kinds = np.fromiter((_KIND[type(j.throughput)] for j in jobs), np.int8, n)
@@ -116,6 +118,24 @@ def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> Value
     values = np.where(mask, values, -np.inf)
     weights = gpw[:, None] * (w - mins[:, None])
     return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins)
+
+
+def option_grid(jobs: list[JobOptions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Worker counts of each job's options: ``clip(base + k * step, min, max)`` for ``k < sizes``.
+
+    ``step`` 1 (the default) is every count ``min..max``. A larger step keeps ``min``, ``max``, the current
+    count of a running job and every ``step``-th count in line with it (the pipeline thins very wide rows so
+    that the table stays within its documented size). Returns ``(base, step, sizes)``.
+    """
+    n = len(jobs)
+    mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
+    maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
+    step = np.fromiter((max(1, j.step) for j in jobs), np.int64, n)
+    cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
+    anchor = np.where((cur >= mins) & (cur <= maxs), cur, mins)
+    base = mins - (anchor - mins) % step
+    sizes = -((base - maxs) // step) + 1  # ceil((max - base) / step) + 1
+    return base, step, sizes
 
 
 #: Remaining times are capped here (seconds, about 30 million years) so that absurd but valid inputs
