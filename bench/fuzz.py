@@ -288,8 +288,14 @@ def _non_negative_int(text: str) -> int:
     return x
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line on stderr, exit 2
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser(prog: str = "python -m lyra_solver.bench.fuzz") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    p = _Parser(prog=prog, description=__doc__.split("\n\n")[0])
     p.add_argument("--time", type=_positive, default=60.0, help="seconds of fuzzing (default 60)")
     p.add_argument("--seed", type=_non_negative_int, default=0)
     p.add_argument("--cases", type=_non_negative_int, default=None, help="stop after this many cases")
@@ -300,8 +306,9 @@ def build_parser(prog: str = "python -m lyra_solver.bench.fuzz") -> argparse.Arg
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, prog: str = "python -m lyra_solver.bench.fuzz") -> int:
+    """Run the fuzzer from the command line: exit 0 nothing found, 1 findings, 2 bad arguments."""
+    parser = build_parser(prog)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
