@@ -75,7 +75,7 @@ def _check_method(method: str) -> None:
 
 
 def solve_placement(problem: PlacementProblem, *, method: str = "cpsat", time_limit: float | None = None,
-                    num_workers: int = 1) -> PlacementResult:
+                    num_workers: int = 1, deterministic: bool = False) -> PlacementResult:
     """Place every job's workers, minimising (base on loaned, spans, moved) lexicographically.
 
     Parameters
@@ -86,6 +86,9 @@ def solve_placement(problem: PlacementProblem, *, method: str = "cpsat", time_li
         Seconds for the three stages together; ``None`` solves to proven optimality.
     num_workers : int
         Solver threads (1: deterministic CP-SAT).
+    deterministic : bool
+        CP-SAT's deterministic time instead of wall time for ``time_limit`` (one worker, fixed seed): the
+        answer does not depend on machine load (see :func:`lyra_solver.formulations.reclaim.solve_reclaim`).
 
     Returns
     -------
@@ -157,7 +160,8 @@ def solve_placement(problem: PlacementProblem, *, method: str = "cpsat", time_li
         return PlacementResult(status=Status.INFEASIBLE, objective=None, bound=None, gap=None, placement=None,
                                time_s=time.perf_counter() - t0, method=method,
                                backend_status="a job fits on no server")
-    ans = _solve_lex(model, objectives, method=method, time_limit=time_limit, num_workers=num_workers)
+    ans = _solve_lex(model, objectives, method=method, time_limit=time_limit, num_workers=num_workers,
+                     deterministic=deterministic)
     if ans.values is None:
         return PlacementResult(status=ans.status, objective=None, bound=ans.first_bound, gap=None,
                                placement=None, time_s=time.perf_counter() - t0, method=method,

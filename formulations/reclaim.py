@@ -207,7 +207,8 @@ class _LexAnswer:
 
 
 def _solve_lex(model: _Milp, objectives: list[tuple[list[int], list[int]]], *, method: str,
-               time_limit: float | None, num_workers: int, hint: list[int] | None = None) -> _LexAnswer:
+               time_limit: float | None, num_workers: int, hint: list[int] | None = None,
+               deterministic: bool = False) -> _LexAnswer:
     """Minimise integer objectives lexicographically: each stage fixes the previous optima.
 
     A stage that ends without proof keeps the previous stages' solution (its own if it improved it).
@@ -217,7 +218,7 @@ def _solve_lex(model: _Milp, objectives: list[tuple[list[int], list[int]]], *, m
     objectives = [_merge(i, c) for i, c in objectives]
     if method == "cpsat":
         return _solve_lex_cpsat(model, objectives, time_limit=time_limit, num_workers=num_workers,
-                                hint=hint)
+                                hint=hint, deterministic=deterministic)
     if method == "cbc":
         return _solve_lex_cbc(model, objectives, time_limit=time_limit, num_workers=num_workers)
     raise ValueError(f"unknown method {method!r}: expected 'cpsat' or 'cbc'")
@@ -229,7 +230,11 @@ def _remaining(deadline: float | None) -> float | None:
     return max(0.0, deadline - time.perf_counter())
 
 
-def _solve_lex_cpsat(model: _Milp, objectives, *, time_limit, num_workers, hint) -> _LexAnswer:
+def _solve_lex_cpsat(model: _Milp, objectives, *, time_limit, num_workers, hint,
+                     deterministic: bool = False) -> _LexAnswer:
+    """CP-SAT stages. ``deterministic``: one worker, a fixed seed and CP-SAT's deterministic time
+    (``max_deterministic_time``, shared by the stages) instead of wall time, so that the answer does not
+    depend on machine load (the wall time is then not bounded by ``time_limit``)."""
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
@@ -250,6 +255,7 @@ def _solve_lex_cpsat(model: _Milp, objectives, *, time_limit, num_workers, hint)
             m.add_hint(v, h)
 
     deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+    det_used = 0.0
     values: list[int] | None = None
     first_status = Status.NO_SOLUTION
     first_bound = first_value = None
@@ -263,13 +269,23 @@ def _solve_lex_cpsat(model: _Milp, objectives, *, time_limit, num_workers, hint)
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = max(1, int(num_workers))
         solver.parameters.linearization_level = 2
-        left = _remaining(deadline)
+        if deterministic:
+            solver.parameters.num_workers = 1
+            solver.parameters.random_seed = 0
+            if time_limit is not None:
+                det_left = float(time_limit) - det_used
+                if stage > 0 and det_left <= 0.0:
+                    names.append("SKIPPED")
+                    break
+                solver.parameters.max_deterministic_time = max(det_left, 0.001)
+        left = None if deterministic else _remaining(deadline)
         if left is not None:
             if stage > 0 and left <= 0.0:
                 names.append("SKIPPED")
                 break
             solver.parameters.max_time_in_seconds = max(left, 0.001)
         st = solver.solve(m)
+        det_used += solver.response_proto.deterministic_time
         names.append(code.get(st, str(st)))
         if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             values = [int(solver.value(v)) for v in vs]
@@ -453,7 +469,7 @@ def _build_reclaim_model(problem: ReclaimProblem):
 
 
 def solve_reclaim(problem: ReclaimProblem, *, method: str = "cpsat", time_limit: float | None = None,
-                  num_workers: int | None = None) -> ReclaimResult:
+                  num_workers: int | None = None, deterministic: bool = False) -> ReclaimResult:
     """Exact reclamation: the cheapest set of servers to return, then the fewest preemptions.
 
     Parameters
@@ -469,6 +485,10 @@ def solve_reclaim(problem: ReclaimProblem, *, method: str = "cpsat", time_limit:
     num_workers : int, optional
         Solver threads (default 1: CP-SAT is then deterministic, and with ``linearization_level=2``
         it proves the cluster instances faster than its default 2-8 worker portfolio).
+    deterministic : bool
+        CP-SAT: ``time_limit`` counts CP-SAT's deterministic time (about a second of work each), with one
+        worker and a fixed seed, so the answer is the same whatever the machine's load; the wall time is then
+        not bounded by ``time_limit``.
 
     Returns
     -------
@@ -520,7 +540,8 @@ def solve_reclaim(problem: ReclaimProblem, *, method: str = "cpsat", time_limit:
     objectives = [(cost_var, ints.tolist()), (pre_var, [1] * len(pre_var))]
     if not pre_var:
         objectives = objectives[:1]
-    ans = _solve_lex(model, objectives, method=method, time_limit=time_limit, num_workers=workers)
+    ans = _solve_lex(model, objectives, method=method, time_limit=time_limit, num_workers=workers,
+                     deterministic=deterministic)
     if ans.values is None:
         return ReclaimResult(status=ans.status, objective=None,
                              bound=None if ans.first_bound is None else ans.first_bound / scale - err,

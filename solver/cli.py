@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 from lyra_solver import io
 from lyra_solver.errors import InputError, escape
+from lyra_solver.formulations.vocabulary import ALLOCATIONS, MCKP_METHODS, PACKINGS, PLACEMENTS, QUEUE_ORDERS, RECLAIMS
 from lyra_solver.types import SCHEMAS, MCKPAnswer
 
 log = logging.getLogger("lyra_solver.cli")
@@ -49,7 +50,7 @@ def cmd_decide(args) -> int:
     snap = io.load_snapshot(args.snapshot)
     decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
                       placement=args.placement, packing=args.packing, time_limit=args.time_limit,
-                      timings=args.timings)
+                      timings=args.timings, deterministic=args.deterministic)
     io.write_atomic(args.output or "-", io.encode(decision))
     return EXIT_OK
 
@@ -134,13 +135,16 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("decide", help="one scheduling round: snapshot -> decision JSON")
     d.add_argument("snapshot", help="snapshot JSON file, - for standard input")
     d.add_argument("-o", "--output", help="write the decision here (default: standard output)")
-    d.add_argument("--queue", choices=["sjf", "fifo", "las"])
-    d.add_argument("--allocation", choices=["exact", "greedy", "hull"])
-    d.add_argument("--reclaim", choices=["exact", "greedy"])
-    d.add_argument("--placement", choices=["exact", "bfd"])
-    d.add_argument("--packing", choices=["off"])
+    d.add_argument("--queue", choices=QUEUE_ORDERS)
+    d.add_argument("--allocation", choices=ALLOCATIONS)
+    d.add_argument("--reclaim", choices=RECLAIMS)
+    d.add_argument("--placement", choices=PLACEMENTS)
+    d.add_argument("--packing", choices=PACKINGS)
     d.add_argument("--time-limit", type=_positive_float, help="seconds per exact step")
     d.add_argument("--timings", action="store_true", help="add summary.time_s (output then varies run to run)")
+    d.add_argument("--deterministic", action="store_true",
+                   help="exact steps on deterministic limits (CP-SAT deterministic time, one worker, fixed seed): "
+                        "the same answer under any machine load; wall time may then exceed --time-limit")
     d.set_defaults(run=cmd_decide)
 
     c = sub.add_parser("check", help="independent feasibility check of a decision")
@@ -151,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("mckp", help="solve a multiple-choice knapsack instance")
     m.add_argument("instance", help="MCKP instance JSON, - for standard input")
     m.add_argument("--method", default="auto",
-                   choices=["auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull"])
+                   choices=MCKP_METHODS)
     m.add_argument("--time-limit", type=_positive_float)
     m.add_argument("-o", "--output")
     m.add_argument("--timings", action="store_true", help="add time_s to the answer")

@@ -366,7 +366,7 @@ def test_a_server_of_2_31_gpus_with_a_job_of_1_to_2_31_workers():
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), cells=st.sampled_from([8, 20, 60]))
-def test_a_thinned_table_gives_a_feasible_decision_no_better_than_the_full_one(seed, cells):
+def test_a_thinned_table_gives_a_feasible_decision_within_the_full_bound(seed, cells):
     import lyra_solver.pipeline as pipeline
 
     doc = snapshot(servers=8, jobs=12, seed=seed)
@@ -377,7 +377,9 @@ def test_a_thinned_table_gives_a_feasible_decision_no_better_than_the_full_one(s
         thin, _ = _decide_checked(doc)
     finally:
         pipeline.MAX_TABLE_CELLS = old
-    assert thin["summary"]["jct_reduction"] <= full["summary"]["jct_reduction"] + 1e-6
+    # what the thinned round achieves is a choice of the full MCKP: never above the full optimum's bound
+    bound = full["summary"].get("bound")
+    assert bound is None or thin["summary"]["jct_reduction"] <= bound + 1e-6 * max(1.0, abs(bound))
 
 
 @settings(max_examples=25, deadline=None)
@@ -461,3 +463,48 @@ def test_numbers_on_the_command_line(tmp_path):
     assert "2**53" in one_clean_line(run("mckp", str(f), "--method", "highs"))
     ok = run("mckp", str(f))
     assert ok.returncode == 0 and json.loads(ok.stdout)["objective"] == 10.0
+
+
+# ---------------------------------------------------------------------------------------------- 6. deterministic
+def _busy(seconds: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", f"import time\nt=time.time()+{seconds}\nwhile time.time()<t: pass"])
+
+
+def test_deterministic_exact_answers_do_not_depend_on_machine_load(tmp_path):
+    doc = snapshot(servers=40, jobs=60, seed=11)
+    doc["inference"] = {"reclaim": 4}
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(doc))
+    argv = ("decide", str(f), "--reclaim", "exact", "--placement", "exact", "--time-limit", "0.05",
+            "--deterministic")
+    quiet = run(*argv)
+    assert quiet.returncode == 0, quiet.stderr
+    hogs = [_busy(60) for _ in range(3)]
+    try:
+        loaded = run(*argv)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert loaded.stdout == quiet.stdout
+
+
+def test_deterministic_reclaim_and_placement_in_python():
+    from lyra_solver import decide, encode, parse_snapshot
+
+    doc = snapshot(servers=30, jobs=40, seed=5)
+    doc["inference"] = {"reclaim": 3}
+    snap = parse_snapshot(json.dumps(doc).encode())
+    outs = {encode(decide(snap, reclaim="exact", placement="exact", time_limit=0.01, deterministic=True))
+            for _ in range(3)}
+    assert len(outs) == 1
+
+
+def test_the_exact_steps_share_one_time_limit():
+    from lyra_solver.pipeline import Settings
+
+    s = Settings(queue="sjf", allocation="exact", reclaim="exact", placement="exact", packing="off", time_limit=5.0,
+                 deadline=0.0)
+    assert s.left() == 0.001  # the round's deadline has passed: a step gets the minimum, not another 5 s
+    assert Settings(queue="sjf", allocation="exact", reclaim="exact", placement="exact", packing="off",
+                    time_limit=5.0, deterministic=True, deadline=0.0).left() == 5.0
