@@ -94,7 +94,8 @@ def solve_placement(problem: PlacementProblem, *, method: str = "cpsat", time_li
     ('optimal', (((0, 4), (1, 2)),), (0, 2, 0))
     """
     if not isinstance(problem, PlacementProblem):
-        raise TypeError(f"solve_placement: takes a PlacementProblem (built with PlacementProblem.build), got {type(problem).__name__}")
+        raise TypeError("solve_placement: takes a PlacementProblem (built with PlacementProblem.build), "
+                        f"got {type(problem).__name__}")
     start = time.perf_counter()
     check_time_limit(time_limit)
     function = resolve(__name__, _REGISTRY, method, options)

@@ -100,7 +100,8 @@ def solve_reclaim(problem: ReclaimProblem, *, method: str = "cpsat", time_limit:
     (0,)
     """
     if not isinstance(problem, ReclaimProblem):
-        raise TypeError(f"solve_reclaim: takes a ReclaimProblem (built with ReclaimProblem.build), got {type(problem).__name__}")
+        raise TypeError("solve_reclaim: takes a ReclaimProblem (built with ReclaimProblem.build), "
+                        f"got {type(problem).__name__}")
     start = time.perf_counter()
     check_time_limit(time_limit)
     function = resolve(__name__, _REGISTRY, method, options)
