@@ -39,22 +39,24 @@ log = logging.getLogger(__name__)
 PACKING_METHODS: tuple[str, ...] = ("off", "gimbal", "lucid", "random", "exact")
 
 
-def _solvers(snapshot: Snapshot, time_limit: float) -> dict[str, Callable[[PackingProblem], PackingResult]]:
+def _solvers(snapshot: Snapshot, time_limit: float,
+             deterministic: bool) -> dict[str, Callable[[PackingProblem], PackingResult]]:
     return {
         "gimbal": gimbal_greedy,
         "lucid": lucid_pairing,
         "random": lambda p: random_pairing(p, seed=snapshot.options.packing_seed),
-        "exact": lambda p: _exact(p, time_limit),
+        "exact": lambda p: _exact(p, time_limit, deterministic),
     }
 
 
-def _exact(problem: PackingProblem, time_limit: float) -> PackingResult:
-    """CP-SAT, warm-started from Gimbal's greedy (so a time limit hit still returns at least its answer), under a
-    deterministic time limit (same answer on every run)."""
+def _exact(problem: PackingProblem, time_limit: float, deterministic: bool) -> PackingResult:
+    """CP-SAT, warm-started from Gimbal's greedy (so a time limit hit still returns at least its answer); with
+    ``deterministic`` under CP-SAT's deterministic time (the same answer on every run)."""
     greedy = gimbal_greedy(problem)
     hint = (greedy.assignment, [max(0, round(s * 10) - 1) for s in greedy.guest_share],
             [max(0, round(s * 10) - 1) for s in greedy.host_share])
-    return solve_packing(problem, method="exact", time_limit=time_limit, hint=hint, deterministic_limit=True)
+    return solve_packing(problem, method="exact", time_limit=time_limit, hint=hint,
+                         deterministic_limit=deterministic)
 
 
 def _server_gpus(snapshot: Snapshot) -> int:
@@ -174,7 +176,7 @@ def packing_instance(snapshot: Snapshot, decision: Decision, *, policy: str = "j
 
 
 def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: str, time_limit: float,
-              queue: str = "sjf") -> Decision:
+              queue: str = "sjf", deterministic: bool = False) -> Decision:
     """Pack waiting jobs onto running jobs' GPUs (step 6); ``method="off"`` returns ``decision`` unchanged.
 
     Parameters
@@ -189,9 +191,11 @@ def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: st
     policy : str
         ``jct``, ``deadline`` or ``makespan``.
     time_limit : float
-        Seconds for the exact method.
+        Seconds for the exact method (what is left of the round's limit).
     queue : str
         The queue order; guests are offered in it (Lucid and random pairing use it).
+    deterministic : bool
+        The exact method's limit is CP-SAT's deterministic time (same answer on every run).
 
     Returns
     -------
@@ -208,7 +212,7 @@ def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: st
         return _with_summary(decision, "none", "optimal")
     problem, guest_jobs, host_jobs, placements = inst.problem, inst.guests, inst.hosts, inst.placements
     snap = snapshot
-    res = _solvers(snap, time_limit)[method](problem)
+    res = _solvers(snap, time_limit, deterministic)[method](problem)
     if res.assignment is None:
         log.warning("packing %s gave %s; falling back to Gimbal's greedy", method, res.status)
         res = gimbal_greedy(problem)

@@ -40,7 +40,8 @@ def test_every_packed_decision_passes_the_checker(seed, method, policy, stealing
     raw = with_profiles(generate_snapshot(servers=6, jobs=24, seed=seed, running_share=0.7), seed)
     raw["options"] = {"sample_stealing": stealing, "pair_speed": {"resnet|bert": [0.7, 0.8]}, "packing_seed": seed}
     snap = io.parse_snapshot(json.dumps(raw).encode())
-    decision = decide(snap, packing=method, packing_policy=policy, time_limit=0.3)
+    run = dict(packing=method, packing_policy=policy, time_limit=0.3, deterministic=True)
+    decision = decide(snap, **run)
     out = json.loads(io.encode(decision))
     found = check_decision(raw, out)
     assert found == [], format_violations(found)
@@ -53,7 +54,7 @@ def test_every_packed_decision_passes_the_checker(seed, method, policy, stealing
             assert base["jobs"][jid] == {"action": "wait"} and entry["action"] == "run"
         else:
             assert entry == base["jobs"][jid]
-    assert io.encode(decide(snap, packing=method, packing_policy=policy, time_limit=0.3)) == io.encode(decision)
+    assert io.encode(decide(snap, **run)) == io.encode(decision)
 
 
 def test_off_is_the_default_and_changes_nothing():
