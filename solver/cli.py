@@ -122,6 +122,12 @@ def cmd_bench(args) -> int:
     return run(args.rest)
 
 
+def cmd_simulate(args) -> int:
+    from lyra_solver.bench.sim.cli import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="lyra-solver", description="Decision engine for deep-learning GPU clusters.")
     p.add_argument("-v", "--verbose", action="store_true", help="log what each step does (stderr)")
@@ -169,6 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("what", choices=["decide", "mckp", "reclaim"])
     b.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (--help for them)")
     b.set_defaults(run=cmd_bench)
+
+    from lyra_solver.bench.sim.cli import add_arguments as simulate_arguments
+
+    sim = sub.add_parser("simulate", help="replay a trace through the engine: metrics, summary.json, plots")
+    simulate_arguments(sim)
+    sim.set_defaults(run=cmd_simulate)
     return p
 
 
