@@ -11,13 +11,24 @@ from __future__ import annotations
 import numpy as np
 from lyra_solver.types import PROFILE_MODELS
 
+#: Largest sizes the generator builds (it holds the whole snapshot in memory: about 1 KB per job and 100 bytes
+#: per server). Beyond them ``generate`` refuses (exit 2) instead of exhausting memory.
+MAX_SERVERS = 1_000_000
+MAX_JOBS = 1_000_000
+MAX_GPUS = 2**31 - 1
+
 
 def generate_snapshot(*, servers: int = 100, jobs: int = 300, seed: int = 0, gpus: int = 8,
                       running_share: float = 0.5, elastic_share: float = 0.6, reclaim: int | None = None,
                       options: dict | None = None) -> dict:
     """A valid snapshot as a plain dict (format_version 1), a pure function of its arguments."""
-    if servers < 1 or jobs < 0 or gpus < 1:
-        raise ValueError("servers >= 1, jobs >= 0 and gpus >= 1 are required")
+    for name, value, lo, hi in (("servers", servers, 1, MAX_SERVERS), ("jobs", jobs, 0, MAX_JOBS),
+                                ("gpus", gpus, 1, MAX_GPUS), ("seed", seed, 0, None)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"{name}: expected an integer, got {type(value).__name__}")
+        if value < lo or (hi is not None and value > hi):
+            limit = f"{lo}..{hi:,}" if hi is not None else f">= {lo}"
+            raise ValueError(f"{name}: must be {limit}, got {value}")
     rng = np.random.default_rng(seed)
     n_train = max(1, (servers + 1) // 2)
     srv = [{"id": f"t{i}", "pool": "training", "gpus": gpus} for i in range(n_train)]

@@ -7,6 +7,7 @@ the file, the field path and the problem); 3 an internal error (a bug: one line,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import msgspec
 from lyra_solver import io
-from lyra_solver.errors import InputError
+from lyra_solver.errors import InputError, escape
 from lyra_solver.types import SCHEMAS, MCKPAnswer
 
 log = logging.getLogger("lyra_solver.cli")
@@ -67,12 +68,16 @@ def cmd_check(args) -> int:
         json.loads(dec_bytes)
     except (ValueError, RecursionError) as err:  # not a decision at all: bad input, not a broken rule
         raise InputError("$", f"not valid JSON: {err}", dec_name) from None
+    try:
+        io.check_duplicate_keys(dec_bytes)  # a repeated key would be merged silently: bad input
+    except InputError as err:
+        raise err.with_source(dec_name) from None
     violations = check_decision_text(json.loads(snap_bytes), dec_bytes)
     if violations:
-        print(format_violations(violations))
+        io.write_atomic("-", (format_violations(violations) + "\n").encode())
         print(f"{len(violations)} rule(s) broken", file=sys.stderr)
         return EXIT_FAILED
-    print("ok: the decision keeps every rule")
+    io.write_atomic("-", b"ok: the decision keeps every rule\n")
     return EXIT_OK
 
 
@@ -100,14 +105,17 @@ def cmd_mckp(args) -> int:
 
 def cmd_schema(args) -> int:
     schema = msgspec.json.schema(SCHEMAS[args.what])
-    sys.stdout.write(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+    io.write_atomic("-", (json.dumps(schema, indent=2, sort_keys=True) + "\n").encode())
     return EXIT_OK
 
 
 def cmd_generate(args) -> int:
     from lyra_solver.bench.generate import generate_snapshot
 
-    snap = generate_snapshot(servers=args.servers, jobs=args.jobs, seed=args.seed, gpus=args.gpus)
+    try:
+        snap = generate_snapshot(servers=args.servers, jobs=args.jobs, seed=args.seed, gpus=args.gpus)
+    except ValueError as err:
+        raise UsageError(f"lyra-solver generate: --{err}") from None
     io.write_atomic(args.output or "-", io.encode(snap))
     return EXIT_OK
 
@@ -198,25 +206,65 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
+        _say(f"error: {err}")
         return EXIT_INPUT
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="lyra-solver: %(levelname)s: %(message)s")
     try:
-        return args.run(args)
+        code = args.run(args)
+        _flush_stdout()
+        return code
+    except UsageError as err:
+        _say(f"error: {err}")
+        return EXIT_INPUT
     except InputError as err:
-        print(f"error: {err.line()}", file=sys.stderr)
+        _say(f"error: {err.line()}")
         return EXIT_INPUT
     except BrokenPipeError:
+        _quiet_stdout()
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
+    except OSError as err:  # the environment (a stream or file), not a bug: name it
+        where = escape(str(err.filename)) if err.filename else "an input/output stream"
+        _say(f"error: {where}: {err.strerror or err}")
+        return EXIT_INPUT
+    except MemoryError:
+        _say("error: out of memory (the input is too large for this machine's memory or limits)")
+        return EXIT_INPUT
     except Exception as err:  # never a traceback for the user
         if os.environ.get("LYRA_DEBUG"):
             raise
-        print(f"error: internal error ({type(err).__name__}: {err}); rerun with LYRA_DEBUG=1 for details",
-              file=sys.stderr)
+        _say(f"error: internal error ({type(err).__name__}: {err}); rerun with LYRA_DEBUG=1 for details")
         return EXIT_INTERNAL
+
+
+def _say(line: str) -> None:
+    """One line on standard error, escaped (no newline or terminal code from the input gets through)."""
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError, ValueError):
+            print(escape(line), file=sys.stderr)
+
+
+def _flush_stdout() -> None:
+    """Flush what a command printed: a full or closed standard output is bad input on ``<stdout>``."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as err:
+        _quiet_stdout()
+        raise InputError("$", f"cannot write: {getattr(err, 'strerror', None) or err}", "<stdout>") from None
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at /dev/null so that the interpreter's final flush cannot fail again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":

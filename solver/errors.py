@@ -2,6 +2,14 @@
 from __future__ import annotations
 
 
+def escape(text: str) -> str:
+    """``text`` on one line with no terminal control codes: each non-printable character (newline, escape,
+    other controls) becomes its ``repr``-style escape (``\\n``, ``\\x1b``); printable text is unchanged."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 class InputError(ValueError):
     """Bad input: ``path`` is a field path such as ``jobs[3].min_workers`` (``$`` for the document)."""
 
@@ -13,8 +21,8 @@ class InputError(ValueError):
 
     def line(self) -> str:
         """One line: ``FILE: PATH: PROBLEM`` (the file only when known)."""
-        head = f"{self.source}: " if self.source else ""
-        return f"{head}{self.path}: {self.problem}"
+        head = f"{escape(self.source)}: " if self.source else ""
+        return f"{head}{escape(self.path)}: {escape(self.problem)}"
 
     def with_source(self, source: str) -> InputError:
         return InputError(self.path, self.problem, source)

@@ -5,10 +5,14 @@ with the field path of the problem. Input files are only read.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
+import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import TypeVar
 
@@ -95,12 +99,63 @@ def _find_non_finite(obj, path: str = "") -> str | None:
     return None
 
 
+class _Pairs(list):
+    """The (key, value) pairs of one JSON object, duplicates kept (only built when a duplicate is suspected)."""
+
+
+def _first_duplicate(node, path: str = "") -> tuple[str, str] | None:
+    """``(path of the object, key)`` of the first repeated key in a tree of :class:`_Pairs` and lists."""
+    if isinstance(node, _Pairs):
+        seen: set[str] = set()
+        for key, _ in node:
+            if key in seen:
+                return path, key
+            seen.add(key)
+        for key, value in node:
+            found = _first_duplicate(value, _join(path, key))
+            if found:
+                return found
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found = _first_duplicate(value, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_duplicate_keys(data: bytes) -> None:
+    """Refuse a JSON text in which some object repeats a key (decoders keep the last one silently).
+
+    Raises :class:`InputError` naming the object's path and the key, e.g. ``jobs[3].placement: duplicate
+    key "t0"``. Fast path: re-encoding the decoded document drops every repeated key with its value, and so
+    at least one ``:`` per repeat; the colons of the two texts agree exactly when no key repeats (string
+    contents are re-encoded verbatim, except an escaped ``\u003a``, when the exact pass runs). The exact pass
+    (one ``json.loads`` keeping pairs) runs only when the counts differ. Running time O(size of the text).
+    """
+    try:
+        loose = msgspec.json.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return  # not JSON: the typed decoder says why
+    if data.count(b":") == msgspec.json.encode(loose).count(b":") and b"\\u003" not in data:
+        return
+    try:
+        found = _first_duplicate(json.loads(data, object_pairs_hook=_Pairs))
+    except (ValueError, RecursionError):
+        return
+    if found:
+        path, key = found
+        raise InputError(path or "$", f"duplicate key {json.dumps(key, ensure_ascii=True)}")
+
+
 def _decode(data: bytes, type_: type[T]) -> T:
     if not data.strip():
         raise InputError("$", "empty input, expected a JSON object")
     try:
-        return msgspec.json.decode(data, type=type_)
+        out = msgspec.json.decode(data, type=type_)
+        check_duplicate_keys(data)
+        return out
     except msgspec.ValidationError as err:
+        check_duplicate_keys(data)  # a repeated key is the first thing to name: its first copy may be the bad one
         raise _from_msgspec(err, data) from None
     except msgspec.DecodeError as err:
         # msgspec rejects NaN/Infinity literals as malformed JSON; name the field if that is the cause.
@@ -115,9 +170,15 @@ def _decode(data: bytes, type_: type[T]) -> T:
 
 
 def read_bytes(source: str) -> bytes:
-    """Bytes of a file, or of standard input for ``-``."""
+    """Bytes of a file, or of standard input for ``-`` (a closed or unreadable stream is bad input)."""
     if source == "-":
-        return sys.stdin.buffer.read()
+        if sys.stdin is None:
+            raise InputError("$", "cannot read: standard input is closed", "<stdin>")
+        try:
+            return sys.stdin.buffer.read()
+        except (OSError, ValueError) as err:
+            raise InputError("$", f"cannot read standard input: {getattr(err, 'strerror', None) or err}",
+                             "<stdin>") from None
     try:
         return Path(source).read_bytes()
     except OSError as err:
@@ -171,16 +232,65 @@ def encode(obj) -> bytes:
 
 
 def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (``-``: standard output) all at once: never a partial file."""
+    """Write ``data`` to ``path`` (``-``: standard output) all at once: never a partial file.
+
+    A regular file (or a new one) is written through a unique temporary file in the same directory and
+    renamed over the target atomically, so concurrent writers leave one whole output; a symbolic link is
+    followed (its target is replaced, never the link). A target that is not a regular file (a device, a
+    FIFO) is written to directly. Environment failures (full disk, closed stream) raise :class:`InputError`
+    naming the file or stream.
+    """
     if path == "-":
+        _write_stdout(data)
+        return
+    target = os.path.realpath(path)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as err:
+        raise InputError("$", f"cannot write the output: {err.strerror or err}", path) from None
+    try:
+        if mode is not None and not stat.S_ISREG(mode):
+            if stat.S_ISDIR(mode):
+                raise InputError("$", "cannot write the output: it is a directory", path)
+            with open(target, "wb") as fh:  # a device or FIFO: never replaced by a regular file
+                fh.write(data)
+            return
+        _replace_atomically(target, data, mode)
+    except OSError as err:
+        raise InputError("$", f"cannot write the output: {err.strerror or err}", path) from None
+
+
+def _replace_atomically(target: str, data: bytes, mode: int | None) -> None:
+    folder, name = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder or ".")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is None:  # a new file gets the usual permissions (mkstemp makes it 0600)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        else:
+            os.chmod(tmp, stat.S_IMODE(mode))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_stdout(data: bytes) -> None:
+    """Standard output, all of ``data``; a closed or full stream is :class:`InputError` on ``<stdout>``."""
+    if sys.stdout is None:
+        raise InputError("$", "cannot write: standard output is closed", "<stdout>")
+    try:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
-        return
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(target)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise InputError("$", f"cannot write the output: {err.strerror or err}", path) from None
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as err:
+        raise InputError("$", f"cannot write: {getattr(err, 'strerror', None) or err}", "<stdout>") from None

@@ -479,6 +479,9 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     Keyword arguments override the snapshot's ``options``. ``timings=True`` adds ``summary.time_s`` (which
     makes the output differ from run to run).
     """
+    if not isinstance(snapshot, Snapshot):
+        raise TypeError(f"decide: snapshot must be a lyra_solver.Snapshot (from parse_snapshot or load_snapshot), "
+                        f"got {type(snapshot).__name__}")
     t0 = time.perf_counter()
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
                            placement=placement, packing=packing, time_limit=time_limit)

@@ -59,6 +59,9 @@ def _coerce_problem(problem_or_weights: Any, values: Any, capacity: Any) -> MCKP
         if values is not None or capacity is not None:
             raise ValueError("values/capacity: give them only with ragged weights, not with an MCKPProblem")
         return problem_or_weights
+    if isinstance(problem_or_weights, str | bytes | dict | type(None)) or not hasattr(problem_or_weights, "__len__"):
+        raise TypeError("solve_mckp: takes an MCKPProblem, or per-class weights with values= and capacity=; "
+                        f"got {type(problem_or_weights).__name__}")
     if values is None:
         raise ValueError("values: required when the first argument is not an MCKPProblem")
     if capacity is None:

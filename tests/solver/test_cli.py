@@ -136,6 +136,9 @@ def test_check_command_exits_1_naming_the_rule(name, capsys):
     if name == "not_json.json":  # not a decision at all: bad input
         assert rc == 2 and name in err
         return
+    if name == "job_duplicated.json":  # a repeated key is bad input (issue 9), named with its path
+        assert rc == 2 and name in err and "jobs: duplicate key" in err
+        return
     assert rc == 1
     assert BROKEN_EXPECTED[name] in out
 
