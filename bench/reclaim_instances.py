@@ -203,8 +203,11 @@ def with_count(problem: ReclaimProblem, count: int) -> ReclaimProblem:
 
 
 def default_qps_path() -> Path:
-    """``../shared/data/alibaba/genai_qps.csv`` relative to the repository root."""
-    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "alibaba" / "genai_qps.csv"
+    """``alibaba/genai_qps.csv`` of the shared data (``../shared/data`` beside the repository root, else
+    ``/work/shared/data``: :func:`lyra_solver.bench.datapath.shared_data`)."""
+    from lyra_solver.bench.datapath import shared_data
+
+    return shared_data("alibaba", "genai_qps.csv")
 
 
 def alibaba_load_curve(path: str | Path | None = None, window_s: float = 300.0) -> np.ndarray:

@@ -1,86 +1,176 @@
-"""Regenerate BENCHMARKS.md: run every benchmark command in one process and collect their tables.
+"""Regenerate BENCHMARKS.md: every suite of the harness, the contributed sections, every speed target.
 
-``python -m lyra_solver.bench.report [--out BENCHMARKS.md] [--quick]`` (about 10 minutes in full on 2 cores: the MCKP
-benchmark runs CP-SAT and HiGHS as references in the same run).
+``python -m lyra_solver.bench.report [--quick] [--out BENCHMARKS.md] [--plots docs/bench] [--results DIR]``
+(the same as ``lyra-solver bench all --quick --out DIR --report BENCHMARKS.md``). ``--quick`` takes a few
+minutes on 2 cores; the full run takes tens of minutes (the reference solvers run to their 60 s limits).
+
+Adding a section is one line in :data:`SECTIONS`: a module whose ``main(argv)`` prints markdown (run in this
+process, its stdout captured), or a markdown file recorded elsewhere (e.g. on a GPU machine). Adding a target that
+no suite measures is one line in :data:`EXTERNAL_TARGETS`.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import io
-import os
-import platform
+import shutil
+import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
-SECTIONS = [
-    ("Decide: one round on 1,000 servers x 8 GPUs and 5,000 jobs (issue: under 0.5 s)",
-     "lyra_solver.bench.decide_speed", [], ["--repeat", "2"]),
-    ("MCKP: our exact solver against CP-SAT and HiGHS", "lyra_solver.bench.mckp_bench", [], ["--quick"]),
-    ("Reclamation: Lyra's greedy against the exact ILP", "lyra_solver.bench.reclaim_bench", ["--stress"], ["--quick"]),
+__all__ = ["EXTERNAL_TARGETS", "SECTIONS", "Section", "main", "write_report"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A contributed section of BENCHMARKS.md.
+
+    Either ``module`` (its ``main(argv) -> int`` prints markdown; ``quick_args`` / ``full_args`` are its
+    arguments in each mode, ``command`` how a reader reruns it) or ``path`` (a markdown file relative to the
+    repository root, pasted as it is: figures measured elsewhere, e.g. on an H200).
+    """
+
+    title: str
+    module: str | None = None
+    quick_args: tuple[str, ...] = ()
+    full_args: tuple[str, ...] = ()
+    command: str = ""
+    path: str | None = None
+
+
+#: Contributed sections, in order (one line each).
+SECTIONS: list[Section] = [
+]
+
+#: Targets of the issues that the harness's suites do not measure: (issue, target, how it is measured).
+EXTERNAL_TARGETS: list[tuple[int, str, str]] = [
+    (14, "value table of 1,000,000 jobs x 256 options in at most 0.5 ms on one H200 (>= 2 TB/s)",
+     "needs an H200: `python -m lyra_solver.bench.gpu_check`"),
+    (14, "exact GPU MCKP, 10,000 classes x 64 items x capacity 100,000, in at most 50 ms on one H200",
+     "needs an H200: `python -m lyra_solver.bench.gpu_check`"),
+    (11, "the full 82,000-job Philly replay under `lyra` in at most 10 minutes on 2 cores",
+     "`lyra-solver simulate` (issue 11's headline command)"),
 ]
 
 
-NOTES = """
-## Reading the figures
-
-- Decide: the generated cluster is overloaded (about 23,600 GPUs of base demand for about 6,800 usable
-  GPUs), so most of the round is admission and placement;
-  `lyra-solver bench decide --jobs 1500 --running-share 0.6` shows a round where elastic scaling has room.
-- MCKP: "auto" is our exact core algorithm (`formulations/mckp/core.py`), proven optimal in every row it
-  appears; "x ours" is each method's time over ours on the same instance. CP-SAT runs with 2 workers and a
-  60 s limit: where it stops at the limit, the ratio is a lower bound (">="). HiGHS runs with
-  `mip_rel_gap=0`. The status in brackets is the backend's own. numba (extra `fast`) compiles the core's step
-  kernel once (about 2 s) and caches it; the engine's path never needs it.
-- Reclamation: gaps are (heuristic cost - optimum) / optimum; a large percentage on a small optimum (e.g.
-  51.8 against 71.7) is a few seconds of restart time. "extra preemptions" below zero means the greedy
-  preempted fewer jobs than the cost-optimal set (the exact model minimises cost first, then preemptions).
-  The stress rows scatter each job over random servers, which no scheduler would do; the 10 s target is for
-  the realistic clusters of the target table.
-"""
+def _quick_target(doc: dict) -> dict:
+    cfg = doc["config"]
+    wall = float(cfg.get("wall_s", 0.0))
+    cores = doc["machine"].get("cores")
+    if cfg.get("scale") != "quick" or sorted(cfg.get("suites", [])) != sorted(_all_suites()):
+        verdict, detail = "not measured here", "measured by `bench all --quick` (this run is not one)"
+    else:
+        verdict = "met" if wall <= 300 else "not met"
+        detail = f"suites took {wall:.0f} s on {cores} cores (sections and plots not counted)"
+    return {"issue": 12, "target": "`lyra-solver bench all --quick` under 5 minutes on 2 cores", "verdict": verdict,
+            "detail": detail}
 
 
-def _machine() -> str:
+def _all_suites() -> list[str]:
+    from lyra_solver.bench.harness import SUITES
+
+    return list(SUITES)
+
+
+def _run_section(sec: Section, quick: bool) -> str:
+    if sec.path is not None:
+        p = ROOT / sec.path
+        if not p.exists():
+            return f"(not recorded yet: {sec.path} is missing)"
+        return p.read_text().strip()
+    import importlib
+
+    args = list(sec.quick_args if quick else sec.full_args)
+    buf = io.StringIO()
+    t0 = time.perf_counter()
     try:
-        import numpy as np
+        mod = importlib.import_module(sec.module)
+        with contextlib.redirect_stdout(buf):
+            rc = mod.main(args)
+    except Exception as exc:  # noqa: BLE001 - a broken section must not lose the report
+        return f"(section failed: {type(exc).__name__}: {exc})"
+    cmd = sec.command or f"python -m {sec.module} {' '.join(args)}".strip()
+    return f"Command: `{cmd}` (exit {rc}, {time.perf_counter() - t0:.0f} s)\n\n{buf.getvalue().strip()}"
 
-        npv = np.__version__
-    except ImportError:  # pragma: no cover
-        npv = "?"
-    return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {npv}, "
-            f"{platform.system()} {platform.release()}")
+
+def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plots_dir: Path | None = None,
+                 sections: bool = True) -> Path:
+    """Write BENCHMARKS.md from a results document (``results.json``'s content).
+
+    Plots found in ``results_dir`` are copied into ``plots_dir`` (default ``docs/bench`` beside ``path``) and
+    linked. Returns ``path``.
+    """
+    from lyra_solver.bench.harness import load_suite, suite_tables, targets_table
+
+    path = Path(path)
+    quick = doc["config"].get("scale") == "quick"
+    m = doc["machine"]
+    libs = ", ".join(f"{k} {v}" for k, v in sorted(m.get("libraries", {}).items()))
+    cfg = doc["config"]
+    parts = [
+        "# Benchmarks\n",
+        f"Generated by `python -m lyra_solver.bench.report{' --quick' if quick else ''}` (the harness: "
+        f"`{doc['command']}`) on {doc['created']}: {m['cpu']}, {m['cores']} cores, Python {m['python']}, {m['os']}; "
+        f"{libs}. Seed {cfg['seed']}, time limit {cfg['time_limit']:g} s per exact solve, {cfg['repeat']} timed "
+        f"run(s) after a warm-up (median), {cfg['threads']} solver thread(s), backend {cfg['backend']} with "
+        f"{cfg['jobs']} process(es). Ratios are against reference solvers measured in the same run. Wall-clock "
+        "figures vary by a few tens of percent between runs on a shared machine."
+        + (" **Quick run: small sizes and 5 s limits; the full figures come from the same command without "
+           "`--quick`.**" if quick else "") + "\n",
+    ]
+    rows_by_suite: dict[str, list[dict]] = {}
+    for r in doc["rows"]:
+        rows_by_suite.setdefault(r["suite"], []).append(r)
+    plots_dir = Path(plots_dir) if plots_dir is not None else path.parent / "docs" / "bench"
+    plots = list(doc.get("plots", []))
+    if results_dir is not None and plots:
+        plots_dir.mkdir(parents=True, exist_ok=True)
+        for name in plots:
+            src = Path(results_dir) / name
+            if src.exists():
+                shutil.copyfile(src, plots_dir / name)
+    for name, rows in rows_by_suite.items():
+        parts.append(suite_tables(load_suite(name), rows))
+        links = [p for p in plots if p.startswith(f"{name}_")]
+        if links:
+            rel = plots_dir.resolve().relative_to(path.parent.resolve()) if plots_dir.resolve().is_relative_to(
+                path.parent.resolve()) else plots_dir
+            parts.append(" ".join(f"![{p}]({rel.as_posix()}/{p})" for p in links) + "\n")
+    if sections:
+        for sec in SECTIONS:
+            parts.append(f"## {sec.title}\n\n{_run_section(sec, quick)}\n")
+    targets = list(doc.get("targets", [])) + [_quick_target(doc)]
+    targets += [{"issue": i, "target": t, "verdict": "not measured here", "detail": how}
+                for i, t, how in EXTERNAL_TARGETS]
+    targets.sort(key=lambda t: t["issue"])
+    parts.append("## Speed targets of the issues\n")
+    parts.append(targets_table(targets) + "\n")
+    path.write_text("\n".join(parts))
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run every suite (``bench all``), then write BENCHMARKS.md and its plots."""
     ap = argparse.ArgumentParser(prog="python -m lyra_solver.bench.report", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="BENCHMARKS.md")
+    ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"), help="the report to write")
+    ap.add_argument("--plots", type=Path, default=None, help="where the plots go (default docs/bench beside --out)")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="keep results.json and the plots here (default bench-results/ beside --out)")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not the figures)")
+    ap.add_argument("--jobs", type=int, default=1, help="parallel processes (timings are cleanest with 1)")
     args = ap.parse_args(argv)
-    parts = [
-        "# Benchmarks\n",
-        f"Generated by `python -m lyra_solver.bench.report{' --quick' if args.quick else ''}` on "
-        f"{dt.date.today().isoformat()} ({_machine()}). Each section is the output of the named command; "
-        "ratios are against reference solvers measured in the same run. Wall-clock figures vary by a few "
-        "tens of percent between runs on a shared 2-core machine.\n",
-    ]
-    import importlib
+    from lyra_solver.bench.harness import main as bench_main
 
-    for title, module, full_args, quick_args in SECTIONS:
-        mod = importlib.import_module(module)
-        buf = io.StringIO()
-        t0 = time.perf_counter()
-        with contextlib.redirect_stdout(buf):
-            rc = mod.main(quick_args if args.quick else full_args)
-        took = time.perf_counter() - t0
-        used = quick_args if args.quick else full_args
-        cmd = f"lyra-solver bench {module.split('.')[-1].split('_')[0]} {' '.join(used)}".strip()
-        parts.append(f"\n## {title}\n\nCommand: `{cmd}` (exit {rc}, {took:.0f} s)\n\n{buf.getvalue().strip()}\n")
-    parts.append(NOTES)
-    with open(args.out, "w") as fh:
-        fh.write("\n".join(parts))
-    print(f"wrote {args.out}")
-    return 0
+    results = args.results or args.out.parent / "bench-results"
+    argv2 = ["all", "--out", str(results), "--jobs", str(args.jobs)] + (["--quick"] if args.quick else [])
+    rc = bench_main(argv2 + ["--report", str(args.out)] + (["--plots", str(args.plots)] if args.plots else []))
+    if rc == 0:
+        print(f"wrote {args.out}", file=sys.stderr)
+    return rc
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())

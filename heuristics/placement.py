@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from lyra_solver.formulations.problems import Placement, PlacementProblem
+from lyra_solver.formulations.vocabulary import Tier
 
 
 class FreeIndex:
@@ -117,7 +118,7 @@ class BFDOutcome:
     placed: np.ndarray
 
 
-TRAINING, LOANED = 0, 1
+TRAINING, LOANED = Tier.TRAINING, Tier.LOANED  # placement tiers (lyra_solver.formulations.vocabulary)
 
 
 def best_fit_decreasing(problem: PlacementProblem) -> BFDOutcome:

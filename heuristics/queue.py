@@ -11,8 +11,9 @@ base demand); Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep L
 from __future__ import annotations
 
 import numpy as np
+from lyra_solver.formulations.vocabulary import QUEUE_ORDERS
 
-ORDERS = ("sjf", "fifo", "las")
+ORDERS = QUEUE_ORDERS  # the vocabulary, defined once in lyra_solver.formulations.vocabulary
 
 
 def queue_order(order: str, *, submit_time, min_time=None, attained_service=None) -> np.ndarray:

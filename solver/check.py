@@ -39,6 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 __all__ = ["Violation", "check_decision", "check_decision_text", "format_violations"]
 
 ACTIONS = ("run", "wait", "preempt")
@@ -562,16 +564,16 @@ class _Checker:
                      f"summary.preemptions is {_short(value)} but {count} jobs are preempted")
 
 
-def check_decision(snapshot: dict, decision: Any) -> list[Violation]:
+def check_decision(snapshot: Any, decision: Any) -> list[Violation]:
     """Check a decision against its snapshot.
 
     Parameters
     ----------
-    snapshot : dict
-        The snapshot as parsed from JSON (already validated by the engine's loader).
+    snapshot : dict or Snapshot
+        The snapshot as parsed from JSON (already validated by the engine's loader), or the typed object.
     decision : Any
-        The decision as parsed from JSON; may be anything: a malformed decision is reported as
-        violations (rule ``malformed``), never raised.
+        The decision as parsed from JSON, or a typed ``Decision``; may be anything: a malformed decision is
+        reported as violations (rule ``malformed``), never raised.
 
     Returns
     -------
@@ -589,11 +591,25 @@ def check_decision(snapshot: dict, decision: Any) -> list[Violation]:
     ----------
     DESIGN.md, "The model" and "Formats" (format_version 1).
     """
+    snapshot, decision = _plain(snapshot), _plain(decision)  # typed objects are read as their JSON
     try:
         return _Checker(snapshot, decision).run()
     except Exception as exc:  # pragma: no cover - a safety net: the checker never raises
         message = f"checker could not read the decision: {type(exc).__name__}: {exc}"
         return [Violation("malformed", "$", message)]
+
+
+def _plain(value: Any) -> Any:
+    """A typed object (msgspec Struct) as the plain JSON data it encodes to; anything else as it is."""
+    if isinstance(value, msgspec.Struct):
+        return msgspec.json.decode(msgspec.json.encode(value, enc_hook=_scalar))
+    return value
+
+
+def _scalar(value: Any) -> Any:
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return value.item()
+    raise TypeError(f"cannot encode {type(value).__name__}")
 
 
 class _Pairs(list):

@@ -24,37 +24,62 @@ preemption cost, JCT-reduction values, knapsack-driven scaling).
 """
 from __future__ import annotations
 
+import bisect
 import logging
+import math
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from lyra_solver.errors import InputError
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
 from lyra_solver.formulations.problems import PlacementProblem, ReclaimProblem
+from lyra_solver.formulations.vocabulary import (
+    ALLOCATION_METHOD,
+    ALLOCATIONS,
+    PACKINGS,
+    PLACEMENTS,
+    QUEUE_ORDERS,
+    RECLAIMS,
+    SERVER_STATES,
+    Allocation,
+    Packing,
+    PlacementOption,
+    QueueOrder,
+    ReclaimOption,
+    ServerKind,
+    Tier,
+    check_option,
+)
 from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
+from lyra_solver.validate import validate_snapshot
 from lyra_solver.values import JobOptions, ValueTable, value_table
 
 log = logging.getLogger(__name__)
-
-TRAINING, LOANED, BORROWED = 0, 1, 2  # placement tiers of usable servers
-
 
 @dataclass(frozen=True)
 class Settings:
     """The options of one round (snapshot ``options`` overridden by keyword arguments)."""
 
-    queue: str
-    allocation: str
-    reclaim: str
-    placement: str
-    packing: str
+    queue: QueueOrder
+    allocation: Allocation
+    reclaim: ReclaimOption
+    placement: PlacementOption
+    packing: Packing
     time_limit: float
     timings: bool = False
+
+
+#: Each option of :func:`decide` and the vocabulary it takes its value from.
+OPTION_VALUES: dict[str, tuple[str, ...]] = {
+    "queue": QUEUE_ORDERS, "allocation": ALLOCATIONS, "reclaim": RECLAIMS, "placement": PLACEMENTS,
+    "packing": PACKINGS,
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +89,7 @@ class Cluster:
     snap: Snapshot
     sid: dict[str, int]
     gpus: np.ndarray
-    kind: np.ndarray  # 0 training, 1 loaned, 2 idle, 3 serving
+    kind: np.ndarray  # ServerKind codes
     gpw: np.ndarray
     min_w: np.ndarray
     max_w: np.ndarray
@@ -73,11 +98,11 @@ class Cluster:
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
-        kinds = {"loaned": 1, "idle": 2, "serving": 3}
+        codes = {state: int(ServerKind[state.upper()]) for state in SERVER_STATES}
         sid = {s.id: i for i, s in enumerate(snap.servers)}
         gpus = np.fromiter((s.gpus for s in snap.servers), np.int64, len(snap.servers))
-        kind = np.fromiter((0 if s.pool == "training" else kinds[s.state] for s in snap.servers), np.int8,
-                           len(snap.servers))
+        kind = np.fromiter((ServerKind.TRAINING if s.pool == "training" else codes[s.state]
+                            for s in snap.servers), np.int8, len(snap.servers))
         n = len(snap.jobs)
         mode = Counter(gpus.tolist()).most_common()
         server_gpus = max((g for g, c in mode if c == mode[0][1]), default=8)
@@ -113,7 +138,7 @@ class Reclaimed:
 
 def reclaim_step(cl: Cluster, settings: Settings) -> Reclaimed:
     """Choose the loaned servers to give back and apply it: shrink or preempt the jobs on them."""
-    loaned = np.flatnonzero(cl.kind == 1)
+    loaned = np.flatnonzero(cl.kind == ServerKind.LOANED)
     k = min(cl.snap.inference.reclaim, int(loaned.size))
     if k == 0:
         return Reclaimed((), cl.placement, (), frozenset(), StepReport("none", "optimal", 0.0, 0.0, 0.0))
@@ -165,31 +190,36 @@ def reclaim_step(cl: Cluster, settings: Settings) -> Reclaimed:
 
 # ----------------------------------------------------------------------------------------------- 2. loan
 def used_gpus(cl: Cluster, placement) -> np.ndarray:
-    used = np.zeros(cl.gpus.shape[0], dtype=np.int64)
-    for j, pl in enumerate(placement):
+    """GPUs used on each server by the placements given (``None``: a job not running)."""
+    servers: list[int] = []
+    gpus: list[int] = []
+    for g, pl in zip(cl.gpw.tolist(), placement, strict=True):
         if pl:
-            for s, n in pl.items():
-                used[s] += n * cl.gpw[j]
+            servers.extend(pl)
+            gpus.extend(n * g for n in pl.values())
+    used = np.zeros(cl.gpus.shape[0], dtype=np.int64)
+    np.add.at(used, np.asarray(servers, dtype=np.int64), np.asarray(gpus, dtype=np.int64))
     return used
 
 
-def loan_step(cl: Cluster, rec: Reclaimed, queued: list[int]) -> tuple[int, ...]:
+def loan_step(cl: Cluster, rec: Reclaimed, queued: list[int], used: np.ndarray) -> tuple[int, ...]:
     """Idle inference servers to borrow: as many as the demand beyond free capacity needs.
 
     Demand: base demand of queued jobs plus what elastic jobs could still add. Largest servers first, then
     snapshot order. Servers that end up unused are dropped after placement.
     """
-    idle = [int(s) for s in np.flatnonzero(cl.kind == 2)]
+    idle = [int(s) for s in np.flatnonzero(cl.kind == ServerKind.IDLE)]
     if not idle:
         return ()
     usable = usable_servers(cl, rec, ())
-    free = int((cl.gpus - used_gpus(cl, rec.placement))[usable].sum())
+    free = int((cl.gpus - used)[usable].sum())
+    max_w, gpw = cl.max_w.tolist(), cl.gpw.tolist()
     demand = 0
     for j in queued:
-        demand += int(cl.max_w[j] * cl.gpw[j])
+        demand += max_w[j] * gpw[j]
     for j, pl in enumerate(rec.placement):
         if pl:
-            demand += int((cl.max_w[j] - sum(pl.values())) * cl.gpw[j])
+            demand += (max_w[j] - sum(pl.values())) * gpw[j]
     deficit = demand - free
     borrowed = []
     for s in sorted(idle, key=lambda s: (-int(cl.gpus[s]), s)):
@@ -208,9 +238,25 @@ class Admitted:
     donors: frozenset[int]  # running jobs that gave workers to admitted ones
 
 
-def admit_step(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...], queued: list[int],
-               settings: Settings, times_min: dict[int, float]) -> Admitted:
-    """Base demand of queued jobs in queue order; training servers first, then loaned, then borrowed."""
+ADMIT_TIERS = (Tier.TRAINING, Tier.LOANED, Tier.BORROWED)  # base demand prefers training servers
+
+
+def admit_step(cl: Cluster, reclaimed: Reclaimed, borrowed: tuple[int, ...], queued: list[int],
+               settings: Settings, times_min: dict[int, float], used: np.ndarray) -> Admitted:
+    """Base demand of queued jobs in queue order; training servers first, then loaned, then borrowed.
+
+    Two passes, as in Lyra (base demand before elastic extras):
+
+    1. free GPUs only: each job in queue order gets its ``min_workers`` (all or nothing) by
+       :meth:`FreeIndex.place` when the free GPUs of the usable servers can hold them;
+    2. donation: the jobs that did not fit, in queue order again, may also take the extra workers (above
+       ``min_workers``) of jobs that were running before the round (:class:`_Donation`). A donor keeps at least
+       its ``min_workers``, and does not grow back in this round's scaling.
+
+    Running time: O(Q log Q + Q G) for the first pass (Q queued jobs, G the largest free GPU count); the second
+    pass rejects a job that cannot fit in O(G) from bounds kept per GPU size, and scans servers in order only
+    for a job that may fit.
+    """
     snap = cl.snap
     order = queue_order(
         settings.queue,
@@ -218,125 +264,192 @@ def admit_step(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...], queued: l
         min_time=[times_min[j] for j in queued],
         attained_service=[snap.jobs[j].attained_service for j in queued],
     )
-    usable = usable_servers(cl, rec, borrowed)
+    usable = usable_servers(cl, reclaimed, borrowed)
     tier = np.full(cl.gpus.shape[0], -1, dtype=np.int64)
-    tier[cl.kind == 0] = TRAINING
-    tier[cl.kind == 1] = LOANED
-    tier[list(borrowed)] = BORROWED
+    tier[cl.kind == ServerKind.TRAINING] = Tier.TRAINING
+    tier[cl.kind == ServerKind.LOANED] = Tier.LOANED
+    tier[list(borrowed)] = Tier.BORROWED
     tier[~usable] = -1
-    free = np.where(usable, cl.gpus - used_gpus(cl, rec.placement), 0)
-    index = FreeIndex(free, np.maximum(tier, 0), 3)
-    placement = list(rec.placement)
-    admitted, failed = [], []
-    tiers = (TRAINING, LOANED, BORROWED)
-    for q in order:
-        j = queued[int(q)]
-        n, g = int(cl.min_w[j]), int(cl.gpw[j])
-        if index.capacity(g, tiers) >= n:
-            out: dict[int, int] = {}
-            index.place(n, g, tiers, out)
-            placement[j] = out
+    free = np.where(usable, cl.gpus - used, 0)
+    index = FreeIndex(free, np.maximum(tier, 0), len(ADMIT_TIERS))
+    placement = list(reclaimed.placement)
+    admitted: list[int] = []
+    waiting: list[int] = []
+    capacity: dict[int, int] = {}  # workers of g GPUs that the free GPUs hold; valid until the next placement
+    min_w, gpw = cl.min_w.tolist(), cl.gpw.tolist()
+    for q in order.tolist():
+        j = queued[q]
+        n, g = min_w[j], gpw[j]
+        if g not in capacity:
+            capacity[g] = index.capacity(g, ADMIT_TIERS)
+        if capacity[g] >= n:
+            workers: dict[int, int] = {}
+            index.place(n, g, ADMIT_TIERS, workers)
+            placement[j] = workers
             admitted.append(j)
+            capacity.clear()
         else:
-            failed.append(j)
-    donors: set[int] = set()
-    if failed:
-        pool = _DonorPool(cl, np.array(index.free, dtype=np.int64), tier, placement)
-        for j in failed:
-            out = pool.admit(j)
-            if out is not None:
-                placement[j] = out
-                admitted.append(j)
-        donors = pool.donors
-    return Admitted(tuple(placement), tuple(admitted), frozenset(donors))
+            waiting.append(j)
+    if not waiting:
+        return Admitted(tuple(placement), tuple(admitted), frozenset())
+    donation = _Donation(cl, index.free, tier.tolist(), placement)
+    for j in waiting:
+        workers = donation.admit(min_w[j], gpw[j])
+        if workers is not None:
+            placement[j] = workers
+            admitted.append(j)
+    for d, donor_placement in donation.donor_placement.items():
+        placement[d] = donor_placement
+    return Admitted(tuple(placement), tuple(admitted), frozenset(donation.gave))
 
 
-class _DonorPool:
-    """Free GPUs plus the extra workers of running elastic jobs, for admitting base demand by donation.
+@dataclass(eq=False)
+class _Tentative:
+    """What one admission has taken so far, over the donation state: committed only if the job fits whole.
 
-    Local mutable state of :func:`admit_step` only. ``room[s]`` bounds what server ``s`` can offer (free GPUs
-    plus its donors' removable workers); ``total`` is the exact GPUs offered cluster-wide, so a job that
-    cannot fit is rejected in O(1).
+    ``free`` holds the free GPUs of each server scanned, ``placement`` and ``spare`` the shrunk placement and
+    the extra workers left of each donor that gave a worker.
     """
 
-    def __init__(self, cl: Cluster, free: np.ndarray, tier: np.ndarray, placement: list) -> None:
-        self.cl, self.free, self.tier, self.placement = cl, free, tier, placement
-        self.usable = np.flatnonzero(tier >= 0)
+    free: dict[int, int] = field(default_factory=dict)
+    placement: dict[int, dict[int, int]] = field(default_factory=dict)
+    spare: dict[int, int] = field(default_factory=dict)
+    workers: dict[int, int] = field(default_factory=dict)  # the admitted job's workers per server
+
+
+class _Donation:
+    """Free GPUs plus the extra workers of jobs running before the round, offered to base demand.
+
+    Owned by :func:`admit_step` for one round; it takes the free GPUs and the placements at the end of the
+    first pass and keeps its own copies (the step reads the donors' new placements from ``donor_placement``).
+
+    A job's base demand is placed all or nothing, scanning servers by tier, then most room, then index, where
+    ``room[s]`` is what server ``s`` could offer: its free GPUs plus the workers its donors could give there.
+    On a server, free GPUs are used first; when fewer than a worker's GPUs are free, one more worker is taken
+    from the donor there with most extra workers left (then the lowest job index), and so on.
+
+    Rejection in O(G) for a job that cannot fit: ``total`` is the GPUs offered cluster-wide (free plus every
+    donor's extra workers), and ``room_count[r]`` the number of usable servers with room ``r``, so
+    ``sum_r room_count[r] * (r // g)`` bounds the workers of ``g`` GPUs that any scan can place.
+    """
+
+    def __init__(self, cl: Cluster, free: list[int], tier: list[int], placement: list) -> None:
+        self.gpw = cl.gpw.tolist()
+        self.free = list(free)
+        self.tier = tier
+        self.donor_placement: dict[int, dict[int, int]] = {}
         self.spare: dict[int, int] = {}
         self.hosts: dict[int, list[int]] = {}
+        self.gave: set[int] = set()
+        min_w = cl.min_w.tolist()
         for d, pl in enumerate(placement):
             if pl and cl.snap.jobs[d].placement is not None:
-                extra = sum(pl.values()) - int(cl.min_w[d])
+                extra = sum(pl.values()) - min_w[d]
                 if extra > 0:
+                    self.donor_placement[d] = dict(pl)
                     self.spare[d] = extra
-                    for srv in pl:
-                        self.hosts.setdefault(srv, []).append(d)
-        self.room = free.copy()
-        for srv, ds in self.hosts.items():
-            self.room[srv] += sum(min(self.spare[d], placement[d].get(srv, 0)) * int(cl.gpw[d]) for d in ds)
-        self.total = int(free[self.usable].sum()) + sum(e * int(cl.gpw[d]) for d, e in self.spare.items())
-        self.donors: set[int] = set()
+                    for s in pl:
+                        self.hosts.setdefault(s, []).append(d)
+        usable = [s for s, t in enumerate(tier) if t >= 0]
+        self.total = sum(self.free[s] for s in usable) + sum(e * self.gpw[d] for d, e in self.spare.items())
+        self.room = [0] * len(tier)
+        self.top = 0
+        for s in usable:
+            self.room[s] = self._room_of(s)
+            self.top = max(self.top, self.room[s])
+        # servers by (tier, room), each bucket in increasing index: the scan order without sorting
+        self.buckets = [[[] for _ in range(self.top + 1)] for _ in ADMIT_TIERS]
+        self.room_count = [0] * (self.top + 1)
+        for s in usable:
+            self.buckets[tier[s]][self.room[s]].append(s)
+            self.room_count[self.room[s]] += 1
+        self.bound: dict[int, int] = {}  # workers of g GPUs at most, per g; valid until the next commit
 
-    def _refresh(self, servers) -> None:
-        for srv in servers:
-            self.room[srv] = self.free[srv] + sum(
-                min(self.spare[d], self.placement[d].get(srv, 0)) * int(self.cl.gpw[d])
-                for d in self.hosts.get(srv, ()))
+    def _room_of(self, s: int) -> int:
+        return self.free[s] + sum(min(self.spare[d], self.donor_placement[d].get(s, 0)) * self.gpw[d]
+                                  for d in self.hosts.get(s, ()))
 
-    def admit(self, j: int) -> dict[int, int] | None:
-        """Place job ``j``'s base demand (all or nothing), taking donors' extra workers where needed."""
-        cl = self.cl
-        n, g = int(cl.min_w[j]), int(cl.gpw[j])
+    def admit(self, n: int, g: int) -> dict[int, int] | None:
+        """Place ``n`` workers of ``g`` GPUs (all or nothing), taking donors' extra workers where needed."""
         if n * g > self.total:
             return None
-        cand = self.usable[self.room[self.usable] >= g]
-        cand = cand[np.lexsort((cand, -self.room[cand], self.tier[cand]))]
-        free = {}
-        changed: dict[int, dict[int, int]] = {}
-        spare = {}
-        out: dict[int, int] = {}
-        left = n
-        for srv in cand.tolist():
-            f = free.get(srv, int(self.free[srv]))
-            while left > 0:
-                if f >= g:
-                    f -= g
-                    out[srv] = out.get(srv, 0) + 1
-                    left -= 1
-                    continue
-                # free one more worker of a donor here: the donor with most spare, then lowest index
-                best = None
-                for d in self.hosts.get(srv, ()):
-                    sp = spare.get(d, self.spare[d])
-                    if sp > 0 and changed.get(d, self.placement[d]).get(srv, 0) > 0 and (
-                            best is None or (-sp, d) < best[0]):
-                        best = ((-sp, d), d)
-                if best is None:
-                    break
-                d = best[1]
-                pl = dict(changed.get(d, self.placement[d]))
-                pl[srv] -= 1
-                if pl[srv] == 0:
-                    del pl[srv]
-                changed[d] = pl
-                spare[d] = spare.get(d, self.spare[d]) - 1
-                f += int(cl.gpw[d])
-            free[srv] = f
-            if left == 0:
-                break
-        if left > 0:
+        if g not in self.bound:
+            self.bound[g] = sum(c * (r // g) for r, c in enumerate(self.room_count) if r >= g)
+        if n > self.bound[g]:
             return None
-        touched = set(free)
-        for srv, f in free.items():
-            self.free[srv] = f
-        for d, pl in changed.items():
-            touched.update(self.placement[d])
-            self.placement[d] = pl
-            self.spare[d] = spare[d]
-            self.donors.add(d)
-        self.total -= n * g
-        self._refresh(touched)
-        return out
+        trial = _Tentative()
+        left = n
+        for s in self._scan_order(g):
+            left = self._fill(s, g, left, trial)
+            if left == 0:
+                self._commit(trial, n * g)
+                return trial.workers
+        return None
+
+    def _scan_order(self, g: int):
+        for by_room in self.buckets:
+            for r in range(self.top, g - 1, -1):
+                yield from by_room[r]
+
+    def _fill(self, s: int, g: int, left: int, trial: _Tentative) -> int:
+        """Put workers on server ``s`` until ``left`` are placed or nothing more frees up; return what is left."""
+        free = self.free[s]
+        while left > 0:
+            if free >= g:
+                free -= g
+                trial.workers[s] = trial.workers.get(s, 0) + 1
+                left -= 1
+                continue
+            donor = self._donor_on(s, trial)
+            if donor is None:
+                break
+            shrunk = dict(trial.placement.get(donor, self.donor_placement[donor]))
+            shrunk[s] -= 1
+            if shrunk[s] == 0:
+                del shrunk[s]
+            trial.placement[donor] = shrunk
+            trial.spare[donor] = trial.spare.get(donor, self.spare[donor]) - 1
+            free += self.gpw[donor]
+        trial.free[s] = free
+        return left
+
+    def _donor_on(self, s: int, trial: _Tentative) -> int | None:
+        """The donor that gives a worker on ``s``: most extra workers left, then lowest job index."""
+        best = None
+        best_spare = 0
+        for d in self.hosts.get(s, ()):
+            spare = trial.spare.get(d, self.spare[d])
+            if spare > 0 and trial.placement.get(d, self.donor_placement[d]).get(s, 0) > 0 and (
+                    spare > best_spare or spare == best_spare and d < best):
+                best, best_spare = d, spare
+        return best
+
+    def _commit(self, trial: _Tentative, gpus: int) -> None:
+        """Make the trial the state; move the servers whose room changed to their new bucket."""
+        change: dict[int, int] = {}  # server -> change of its room
+        for s, f in trial.free.items():
+            if f != self.free[s]:
+                change[s] = f - self.free[s]
+                self.free[s] = f
+        for d, shrunk in trial.placement.items():
+            before, spare_before, spare = self.donor_placement[d], self.spare[d], trial.spare[d]
+            for s, count in before.items():
+                delta = (min(spare, shrunk.get(s, 0)) - min(spare_before, count)) * self.gpw[d]
+                if delta:
+                    change[s] = change.get(s, 0) + delta
+            self.donor_placement[d] = shrunk
+            self.spare[d] = spare
+            self.gave.add(d)
+        self.total -= gpus
+        for s, delta in change.items():
+            if delta:
+                t, room = self.tier[s], self.room[s]
+                self.buckets[t][room].remove(s)
+                bisect.insort(self.buckets[t][room + delta], s)
+                self.room_count[room] -= 1
+                self.room_count[room + delta] += 1
+                self.room[s] = room + delta
+        self.bound.clear()
 
 
 # ----------------------------------------------------------------------------------------------- 4. scale
@@ -378,7 +491,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
     problem = MCKPProblem.from_padded(table.weights[elastic], np.where(np.isfinite(table.values[elastic]),
                                                                        table.values[elastic], 0.0),
                                       table.sizes[elastic], capacity)
-    method = {"exact": "auto", "greedy": "greedy", "hull": "hull"}[settings.allocation]
+    method = ALLOCATION_METHOD[settings.allocation]
     res = solve_mckp(problem, method=method, time_limit=settings.time_limit)
     if res.choice is None:
         log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
@@ -390,7 +503,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:
     """Mask of the servers training may use this round: training, loaned and kept, or borrowed."""
-    mask = cl.kind <= 1
+    mask = cl.kind <= ServerKind.LOANED  # training, or loaned
     mask[list(rec.servers)] = False
     mask[list(borrowed)] = True
     return mask
@@ -464,25 +577,54 @@ def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport
 
 # ----------------------------------------------------------------------------------------------- decide
 def settings_of(snap: Snapshot, **overrides) -> Settings:
+    """The round's settings: the snapshot's options, overridden by the keyword arguments that are not None.
+
+    Raises :class:`InputError` (path: the argument's name) for a value outside the option's vocabulary
+    (case-sensitive: ``"Exact"`` is refused, naming the allowed values) or a time limit that is not a positive
+    finite number.
+    """
     o = snap.options
     base = dict(queue=o.queue, allocation=o.allocation, reclaim=o.reclaim, placement=o.placement,
                 packing=o.packing, time_limit=o.time_limit)
-    base.update({k: v for k, v in overrides.items() if v is not None})
+    for name, value in overrides.items():
+        if value is None:
+            continue
+        if name in OPTION_VALUES:
+            try:
+                check_option(name, value, OPTION_VALUES[name])
+            except ValueError as err:
+                raise InputError(name, str(err).partition(": ")[2]) from None
+        elif name == "time_limit" and (isinstance(value, bool) or not isinstance(value, int | float)
+                                       or not 0 < value < math.inf):
+            raise InputError(name, f"must be a positive finite number of seconds, got {value!r}")
+        base[name] = value
     return Settings(**base)
 
 
 def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
            time_limit: float | None = None, timings: bool = False) -> Decision:
-    """One scheduling round: the decision for ``snapshot`` (already validated).
+    """One scheduling round: the decision for ``snapshot``.
 
-    Keyword arguments override the snapshot's ``options``. ``timings=True`` adds ``summary.time_s`` (which
-    makes the output differ from run to run).
+    The snapshot is validated first (:func:`lyra_solver.validate.validate_snapshot`: free for one that
+    :func:`lyra_solver.load_snapshot` or an earlier call accepted; a typed snapshot built in Python is checked as
+    its JSON would be; :func:`lyra_solver.validate_snapshot` also takes a dict in the JSON format). Keyword
+    arguments override the snapshot's ``options``; their values come from the vocabularies of
+    :mod:`lyra_solver.formulations.vocabulary`. ``timings=True`` adds ``summary.time_s`` (which makes the output
+    differ from run to run).
+
+    Raises
+    ------
+    InputError
+        A snapshot or option that breaks a rule of the format (the field path or argument name, and why).
+    TypeError
+        ``snapshot`` is not a :class:`Snapshot`.
     """
     if not isinstance(snapshot, Snapshot):
         raise TypeError(f"decide: snapshot must be a lyra_solver.Snapshot (from parse_snapshot or load_snapshot), "
                         f"got {type(snapshot).__name__}")
     t0 = time.perf_counter()
+    snapshot = validate_snapshot(snapshot)
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
                            placement=placement, packing=packing, time_limit=time_limit)
     cl = Cluster.of(snapshot)
@@ -491,9 +633,10 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
              rec.report.method, rec.report.status, len(rec.shrunk), len(rec.preempted))
     queued = [j for j, pl in enumerate(rec.placement) if pl is None]
     times_min = _times_at_min(cl, queued)
-    borrowed = loan_step(cl, rec, queued)
+    used = used_gpus(cl, rec.placement)
+    borrowed = loan_step(cl, rec, queued, used)
     log.info("loan: %d idle servers offered", len(borrowed))
-    adm = admit_step(cl, rec, borrowed, queued, settings, times_min)
+    adm = admit_step(cl, rec, borrowed, queued, settings, times_min, used)
     log.info("admit: %d of %d queued jobs (%s), %d donors", len(adm.admitted), len(queued), settings.queue,
              len(adm.donors))
     sc = scale_step(cl, adm, rec, borrowed, settings)
@@ -507,9 +650,10 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
 def _times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:
     if not jobs:
         return {}
-    snap = cl.snap
-    opts = [JobOptions(snap.jobs[j].throughput, snap.jobs[j].min_workers, snap.jobs[j].min_workers,
-                       snap.jobs[j].remaining_work, snap.jobs[j].gpus_per_worker) for j in jobs]
+    snap_jobs = cl.snap.jobs
+    make = JobOptions._make
+    opts = [make((job.throughput, job.min_workers, job.min_workers, job.remaining_work, job.gpus_per_worker, 0,
+                  0.0)) for job in map(snap_jobs.__getitem__, jobs)]
     t = value_table(opts, server_gpus=cl.server_gpus).times[:, 0]
     return dict(zip(jobs, t.tolist(), strict=True))
 
@@ -525,16 +669,17 @@ def _decision(cl: Cluster, rec: Reclaimed, borrowed, adm: Admitted, sc: Scaled, 
     jobs: dict[str, JobDecision] = {}
     preemptions = 0
     jct = 0.0
-    row = {j: i for i, j in enumerate(sc.jobs)}
+    # the value of each running job's option, gathered at once (summed in job order below, as before)
+    rows = [i for i, j in enumerate(sc.jobs) if pl.placement[j]]
+    workers = np.fromiter((sum(pl.placement[sc.jobs[i]].values()) for i in rows), np.int64, len(rows))
+    values = iter(sc.table.values[rows, workers - sc.table.min_workers[rows]].tolist())
     for j, job in enumerate(snap.jobs):
         p = pl.placement[j]
         if p:
-            w = sum(p.values())
             named = {ids[s]: n for s, n in sorted(p.items())}
-            changed = job.placement is None or named != dict(sorted(job.placement.items()))
-            jobs[job.id] = JobDecision(action="run", workers=w, placement=named, changed=changed)
-            i = row[j]
-            jct += float(sc.table.values[i, w - job.min_workers])
+            changed = job.placement is None or named != job.placement
+            jobs[job.id] = JobDecision(action="run", workers=sum(p.values()), placement=named, changed=changed)
+            jct += next(values)
         elif job.placement is not None:
             jobs[job.id] = JobDecision(action="preempt")
             preemptions += 1

@@ -6,9 +6,24 @@ JSON Schema generated from these very types.
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import numbers
+import operator
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
+import msgspec.inspect as _inspect
+from lyra_solver.formulations.mckp import METHODS as MCKP_METHODS
+from lyra_solver.formulations.vocabulary import (
+    Allocation,
+    Packing,
+    PlacementOption,
+    QueueOrder,
+    ReclaimOption,
+    ServerPool,
+    ServerState,
+    StatusName,
+    StepMethod,
+)
 from msgspec import Meta
 
 FORMAT_VERSION = 1
@@ -22,39 +37,172 @@ Id = Annotated[str, Meta(min_length=1)]
 ServerId = Id
 JobId = Id
 
-PROFILE_MODELS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
+ProfileModel = Literal["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
+PROFILE_MODELS: tuple[str, ...] = get_args(ProfileModel)
+JobAction = Literal["run", "wait", "preempt"]
+JOB_ACTIONS: tuple[str, ...] = get_args(JobAction)
 
 
 class _Struct(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     pass
 
 
+class _Canonical(_Struct):
+    """A struct that :func:`canonical` normalises before encoding (see there)."""
+
+
+def canonical(obj: Any) -> Any:
+    """``obj`` with every value in its canonical form: what :func:`lyra_solver.encode` writes.
+
+    In each snapshot, decision-summary and MCKP struct, a number is made the field's own type (``5`` in a float
+    field becomes ``5.0``, a numpy integer an ``int``, a numpy float a ``float``) and a value equal to the
+    field's default becomes the default itself, so that encoding omits it exactly as it omits a field never
+    given: equal objects encode to the same bytes whatever their origin. Values of other types are left for the
+    validator (:func:`lyra_solver.validate.validate_snapshot`) to report with their field path. Structs that
+    need no change are returned as they are (no copy).
+
+    Running time O(size of the object); done at encoding, so decoding and constructing cost nothing extra.
+    """
+    if isinstance(obj, _Canonical):
+        return _canonical_struct(obj)
+    if isinstance(obj, list):
+        out = [canonical(v) for v in obj]
+        return obj if all(a is b for a, b in zip(out, obj, strict=True)) else out
+    if isinstance(obj, msgspec.Struct):
+        spec = _SPECS.get(type(obj))
+        if spec is None:
+            spec = _SPECS[type(obj)] = _spec_of(type(obj))
+        changes = {name: new for name, _, _, nested in spec
+                   if nested and (new := canonical(old := getattr(obj, name))) is not old}
+        return msgspec.structs.replace(obj, **changes) if changes else obj
+    if isinstance(obj, dict):
+        out = {k: canonical(v) for k, v in obj.items()}
+        return obj if all(out[k] is v for k, v in obj.items()) else out
+    return obj
+
+
+def _canonical_struct(obj: _Canonical) -> _Canonical:
+    spec = _SPECS.get(type(obj))
+    if spec is None:
+        spec = _SPECS[type(obj)] = _spec_of(type(obj))
+    changes = None
+    for name, kind, default, nested in spec:
+        value = getattr(obj, name)
+        if value is default or value is None:
+            continue
+        fixed = value
+        if nested:
+            fixed = canonical(value)
+        elif kind is not None:
+            fixed = _normal(value, kind)
+        if default is not _NO_DEFAULT and type(fixed) is type(default) and fixed == default:
+            fixed = default
+        if fixed is not value:
+            if changes is None:
+                changes = {}
+            changes[name] = fixed
+    return msgspec.structs.replace(obj, **changes) if changes else obj
+
+
+_NO_DEFAULT: Any = msgspec.NODEFAULT
+_SPECS: dict[type, tuple[tuple[str, Any, Any, bool], ...]] = {}
+_FLOAT, _INT, _FLOAT_LIST, _INT_LIST, _FLOAT_DICT, _INT_DICT = range(6)
+
+
+def _kind_of(t) -> int | None:
+    if isinstance(t, _inspect.UnionType):
+        kinds = {_kind_of(u) for u in t.types if not isinstance(u, _inspect.NoneType)}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(t, _inspect.FloatType):
+        return _FLOAT
+    if isinstance(t, _inspect.IntType):
+        return _INT
+    if isinstance(t, _inspect.ListType):
+        return {_FLOAT: _FLOAT_LIST, _INT: _INT_LIST}.get(_kind_of(t.item_type))
+    if isinstance(t, _inspect.DictType):
+        return {_FLOAT: _FLOAT_DICT, _INT: _INT_DICT}.get(_kind_of(t.value_type))
+    return None
+
+
+def _has_struct(t) -> bool:
+    """Whether values of type ``t`` may hold a struct that :func:`canonical` changes."""
+    if isinstance(t, _inspect.StructType):
+        return issubclass(t.cls, _Canonical) or any(_has_struct(f.type) for f in t.fields)
+    if isinstance(t, _inspect.UnionType):
+        return any(_has_struct(u) for u in t.types)
+    if isinstance(t, _inspect.ListType):
+        return _has_struct(t.item_type)
+    if isinstance(t, _inspect.DictType):
+        return _has_struct(t.value_type)
+    return False
+
+
+def _spec_of(cls: type) -> tuple[tuple[str, Any, Any, bool], ...]:
+    """Per field: name, numeric kind (or None), default to fold equal values into, whether it holds structs."""
+    spec = []
+    for f in _inspect.type_info(cls).fields:
+        kind = _kind_of(f.type)
+        nested = _has_struct(f.type)
+        default = f.default
+        if default is None or default is msgspec.NODEFAULT:
+            default = _NO_DEFAULT  # None is a singleton; empty factory defaults are recognised by msgspec itself
+        if kind is not None or nested or default is not _NO_DEFAULT:
+            spec.append((f.name, kind, default, nested))
+    return tuple(spec)
+
+
+def _number(value, kind: int):
+    t = type(value)
+    if kind == _FLOAT:
+        if t is float or t is bool or not isinstance(value, numbers.Real):
+            return value
+        return float(value)
+    if t is int or t is bool or not isinstance(value, numbers.Integral):
+        return value
+    return operator.index(value)
+
+
+def _normal(value, kind: int):
+    if kind <= _INT:
+        return _number(value, kind)
+    inner = _FLOAT if kind in (_FLOAT_LIST, _FLOAT_DICT) else _INT
+    if kind <= _INT_LIST:
+        if isinstance(value, list):
+            fixed = [_number(v, inner) for v in value]
+            return value if all(a is b for a, b in zip(fixed, value, strict=True)) else fixed
+        return value
+    if isinstance(value, dict):
+        fixed = {k: _number(v, inner) for k, v in value.items()}
+        return value if all(fixed[k] is v for k, v in value.items()) else fixed
+    return value
+
+
 # --------------------------------------------------------------------------------------- throughput
-class PowerThroughput(_Struct, tag="power", tag_field="kind"):
+class PowerThroughput(_Canonical, tag="power", tag_field="kind"):
     """``rate(w) = rate_per_worker * w ** exponent`` with ``0 < exponent <= 1``."""
 
     rate_per_worker: PositiveFloat
     exponent: Annotated[float, Meta(gt=0, le=1)]
 
 
-class TableThroughput(_Struct, tag="table", tag_field="kind"):
+class TableThroughput(_Canonical, tag="table", tag_field="kind"):
     """Measured ``rate`` at ``workers`` (strictly increasing), linear in between, covering min..max."""
 
     workers: Annotated[list[PositiveInt], Meta(min_length=1)]
     rate: Annotated[list[PositiveFloat], Meta(min_length=1)]
 
 
-class ProfileThroughput(_Struct, tag="profile", tag_field="kind"):
+class ProfileThroughput(_Canonical, tag="profile", tag_field="kind"):
     """A real model's measured scaling curve (package data derived from the Pollux artifact)."""
 
-    model: Literal["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
+    model: ProfileModel
 
 
 Throughput = PowerThroughput | TableThroughput | ProfileThroughput
 
 
 # --------------------------------------------------------------------------------------- snapshot
-class PackingProfile(_Struct):
+class PackingProfile(_Canonical):
     """How a job behaves when it shares GPUs (Gimbal): utilisation, memory, measured pair slowdowns."""
 
     gpu_util: Annotated[float, Meta(ge=0, le=1)]
@@ -62,22 +210,22 @@ class PackingProfile(_Struct):
     slowdown: dict[JobId, Annotated[float, Meta(ge=1)]] | None = None
 
 
-class Server(_Struct):
+class Server(_Canonical):
     """A server. ``state`` is given for inference servers only: serving, idle or loaned."""
 
     id: ServerId
-    pool: Literal["training", "inference"]
+    pool: ServerPool
     gpus: PositiveInt
-    state: Literal["serving", "idle", "loaned"] | None = None
+    state: ServerState | None = None
 
 
-class Inference(_Struct):
+class Inference(_Canonical):
     """What the inference side asks this round: ``reclaim`` loaned servers back."""
 
     reclaim: NonNegInt = 0
 
 
-class Job(_Struct):
+class Job(_Canonical):
     """A training job; ``placement`` (workers per server) is present iff the job is running.
 
     Defaults: ``gpus_per_worker`` 1, ``submit_time`` 0, penalties 0, ``attained_service`` 0 (GPU-seconds
@@ -99,18 +247,18 @@ class Job(_Struct):
     deadline: float | None = None
 
 
-class Options(_Struct):
+class Options(_Canonical):
     """Per-round options; command-line flags override them."""
 
-    queue: Literal["sjf", "fifo", "las"] = "sjf"
-    allocation: Literal["exact", "greedy", "hull"] = "exact"
-    reclaim: Literal["greedy", "exact"] = "greedy"
-    placement: Literal["bfd", "exact"] = "bfd"
-    packing: Literal["off"] = "off"
+    queue: QueueOrder = "sjf"
+    allocation: Allocation = "exact"
+    reclaim: ReclaimOption = "greedy"
+    placement: PlacementOption = "bfd"
+    packing: Packing = "off"
     time_limit: PositiveFloat = 1.0
 
 
-class Snapshot(_Struct):
+class Snapshot(_Canonical, weakref=True):
     """The cluster as the scheduler sees it at the start of a round."""
 
     format_version: Literal[1]
@@ -125,7 +273,7 @@ class Snapshot(_Struct):
 class JobDecision(_Struct):
     """``run`` (with workers and placement), ``wait`` (queued, not started) or ``preempt``."""
 
-    action: Literal["run", "wait", "preempt"]
+    action: JobAction
     workers: PositiveInt | None = None
     placement: dict[ServerId, PositiveInt] | None = None
     changed: bool | None = None
@@ -136,22 +284,22 @@ class ServerDecision(_Struct, omit_defaults=False):
     loan: list[ServerId] = []
 
 
-class PackingGroup(_Struct):
+class PackingGroup(_Canonical):
     server: ServerId
     gpus: PositiveInt
     jobs: list[JobId]
     shares: dict[JobId, Annotated[float, Meta(gt=0, le=1)]]
 
 
-class Summary(_Struct):
+class Summary(_Canonical):
     """Round summary. ``time_s`` only when timings are asked for (it would break byte determinism)."""
 
     jct_reduction: float
     preemptions: NonNegInt
-    methods: dict[str, str]
+    methods: dict[str, StepMethod]
     optimality_gap: float | None = None
     bound: float | None = None
-    statuses: dict[str, str] = {}
+    statuses: dict[str, StatusName] = {}
     time_s: float | None = None
 
 
@@ -167,25 +315,25 @@ class Decision(_Struct, omit_defaults=False):
 BigNonNegInt = Annotated[int, Meta(ge=0, le=2**62)]
 
 
-class MCKPClass(_Struct):
+class MCKPClass(_Canonical):
     weights: Annotated[list[BigNonNegInt], Meta(min_length=1)]
     values: Annotated[list[float], Meta(min_length=1)]
 
 
-class MCKPInstance(_Struct):
+class MCKPInstance(_Canonical):
     """Pick exactly one item per class, total weight <= capacity, maximise total value."""
 
     capacity: BigNonNegInt
     classes: list[MCKPClass]
 
 
-class MCKPAnswer(_Struct):
-    status: Literal["optimal", "feasible", "infeasible", "no_solution"]
+class MCKPAnswer(_Canonical):
+    status: StatusName
     objective: float | None
     bound: float | None
     gap: float | None
     choice: list[int] | None
-    method: str
+    method: Literal[MCKP_METHODS]  # type: ignore[valid-type]
     time_s: float | None = None
 
 

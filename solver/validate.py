@@ -1,14 +1,319 @@
-"""Cross-field validation of a decoded snapshot (what types alone cannot say).
+"""The one validator of snapshots, whatever their origin: JSON bytes, typed objects built in Python, or dicts.
 
-One function, :func:`validate_snapshot`, raising :class:`~solver.errors.InputError` with the field path of the
-first problem found. Types and simple bounds were already checked by the decoder (:mod:`solver.io`).
+Two layers, both raising :class:`~lyra_solver.errors.InputError` with the field path of the first problem:
+
+- *types and bounds* (integers where counts go, minimums, closed vocabularies, required fields): the msgspec
+  decoder of :mod:`lyra_solver.types`. A typed snapshot goes through the very same decoder (encoded, then
+  decoded), so a ``Server(gpus=-3)`` built in Python fails exactly as ``{"gpus": -3}`` read from a file does;
+- *rules across fields* (:func:`check_rules`): unique ids, a state exactly on inference servers, placements on
+  usable servers adding up within min..max and within each server's GPUs, throughput tables covering min..max.
+
+:func:`parse_snapshot` (bytes) and :func:`validate_snapshot` (objects) remember the snapshots they accepted (by
+identity, while they live), so :func:`lyra_solver.decide` re-checks nothing it was handed from them: validation
+stays on by default and costs the round nothing. A snapshot is frozen; its lists are meant to be read-only too (a
+list that changed length after validation is validated again).
 """
 from __future__ import annotations
 
+import json
 import math
+import re
+import weakref
+from collections.abc import Mapping
+from typing import TypeVar
 
+import msgspec
+import msgspec.inspect as _inspect
 from lyra_solver.errors import InputError
 from lyra_solver.types import PowerThroughput, Snapshot, TableThroughput
+
+__all__ = ["check_duplicate_keys", "check_rules", "decode", "numpy_scalar", "parse_snapshot", "validate_snapshot"]
+
+T = TypeVar("T")
+
+
+def numpy_scalar(value):
+    """Encode hook: numpy scalars as the Python numbers they stand for; anything else is refused."""
+    item = getattr(value, "item", None)
+    if item is not None and type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return item()
+    raise TypeError(f"cannot encode a value of type {type(value).__module__}.{type(value).__qualname__}")
+
+
+_raw_encoder = msgspec.json.Encoder(enc_hook=numpy_scalar)
+
+
+def parse_snapshot(data: bytes) -> Snapshot:
+    """Decode and validate a snapshot (format_version 1) from JSON bytes. Raises :class:`InputError`."""
+    snap = decode(data, Snapshot)
+    check_rules(snap)
+    _remember(snap)
+    return snap
+
+
+def validate_snapshot(snapshot: Snapshot | Mapping) -> Snapshot:
+    """The validated snapshot: ``snapshot`` itself when it was validated before, else a checked copy.
+
+    Accepts a :class:`Snapshot` built in Python (with numbers of any numeric type, numpy scalars included) or a
+    dict in the JSON format. Raises :class:`InputError` with the field path, as reading the JSON would.
+
+    Running time: O(1) for a snapshot already validated (by identity); else O(size), about the cost of parsing
+    its JSON.
+    """
+    if isinstance(snapshot, Snapshot):
+        known = _remembered(snapshot)
+        if known is not None:
+            return known
+    if not isinstance(snapshot, Snapshot | Mapping):
+        raise InputError("$", f"expected a Snapshot or a dict in the snapshot format, got {type(snapshot).__name__}")
+    try:
+        data = _raw_encoder.encode(snapshot)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise InputError(_unencodable_path(snapshot), str(err)) from None
+    try:
+        snap = decode(data, Snapshot)
+    except InputError:
+        where = _find_non_finite(msgspec.to_builtins(snapshot, enc_hook=numpy_scalar))
+        if where:
+            raise InputError(where, "must be a finite number (NaN and Infinity are not allowed)") from None
+        raise
+    check_rules(snap)
+    _remember(snap)
+    if isinstance(snapshot, Snapshot):
+        _remember(snapshot, snap)
+    return snap
+
+
+#: id of a snapshot accepted before -> (weak reference to it, fingerprint of its lists, its validated form)
+_VALID: dict[int, tuple] = {}
+
+
+def _fingerprint(snap: Snapshot) -> tuple:
+    return id(snap.servers), len(snap.servers), id(snap.jobs), len(snap.jobs)
+
+
+def _remember(snap: Snapshot, validated: Snapshot | None = None) -> None:
+    key = id(snap)
+    _VALID[key] = (weakref.ref(snap, lambda _ref, key=key: _VALID.pop(key, None)), _fingerprint(snap),
+                   None if validated is None or validated is snap else validated)
+
+
+def _remembered(snap: Snapshot) -> Snapshot | None:
+    entry = _VALID.get(id(snap))
+    if entry is None or entry[0]() is not snap or entry[1] != _fingerprint(snap):
+        return None
+    return entry[2] or snap
+
+
+def _unencodable_path(obj, path: str = "") -> str:
+    """Field path of the first value that cannot be written as JSON (``$`` if none is found)."""
+    if isinstance(obj, msgspec.Struct):
+        items = [(f, getattr(obj, f)) for f in obj.__struct_fields__]
+    elif isinstance(obj, Mapping):
+        items = list(obj.items())
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            found = _unencodable_path(v, f"{path}[{i}]")
+            if found != "$":
+                return found
+        return "$"
+    else:
+        try:
+            _raw_encoder.encode(obj)
+        except (TypeError, ValueError, OverflowError):
+            return path or "$"
+        return "$"
+    for k, v in items:
+        found = _unencodable_path(v, _join(path, str(k)))
+        if found != "$":
+            return found
+    return "$"
+
+
+def _literal_values(type_: type, path: str) -> tuple | None:
+    """The allowed values of the closed vocabulary at ``path`` of ``type_`` (None when it is not one)."""
+    node = _inspect.type_info(type_)
+    for part in re.findall(r"[^.\[\]]+|\[[^\]]*\]", path):
+        while isinstance(node, _inspect.UnionType):
+            options = [t for t in node.types if not isinstance(t, _inspect.NoneType)]
+            if part.startswith("["):
+                options = [t for t in options if isinstance(t, _inspect.ListType | _inspect.DictType)]
+            else:
+                options = [t for t in options if isinstance(t, _inspect.StructType | _inspect.DictType)
+                           and (not isinstance(t, _inspect.StructType) or any(f.name == part for f in t.fields))]
+            if len(options) != 1:
+                return None
+            node = options[0]
+        if isinstance(node, _inspect.ListType) and part.startswith("["):
+            node = node.item_type
+        elif isinstance(node, _inspect.DictType):
+            node = node.value_type
+        elif isinstance(node, _inspect.StructType):
+            node = next((f.type for f in node.fields if f.name == part), None)
+            if node is None:
+                return None
+        else:
+            return None
+    while isinstance(node, _inspect.UnionType):
+        options = [t for t in node.types if not isinstance(t, _inspect.NoneType)]
+        if len(options) != 1:
+            return None
+        node = options[0]
+    return node.values if isinstance(node, _inspect.LiteralType) else None
+
+
+_AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_FIELD = re.compile(r"field `(?P<field>[^`]+)`")
+
+
+def _join(path: str, field: str) -> str:
+    return f"{path}.{field}" if path else field
+
+
+_GOT = re.compile(r"got `(?P<got>[a-z]+)`")
+_JSON_TYPE = {"str": str, "float": float, "int": int, "bool": bool, "null": type(None), "array": list,
+              "object": dict}
+
+
+def _name_dict_keys(path: str, msg: str, data: bytes) -> str:
+    """msgspec writes ``[...]`` for a key of a dict; find the key whose value has the type it complains of."""
+    try:
+        node = json.loads(data)
+    except (ValueError, RecursionError):
+        return path
+    got = _GOT.search(msg)
+    want = _JSON_TYPE.get(got.group("got")) if got else None
+    out = ""
+    for part in re.findall(r"\.[^.\[]+|\[[^\]]*\]", "." + path if path and path[0] != "[" else path):
+        if part == "[...]" and isinstance(node, dict):
+            key = next((k for k, v in node.items() if want is None or (type(v) is want)), None)
+            if key is None:
+                return path
+            out += f".{key}"
+            node = node[key]
+        elif part.startswith("["):
+            idx = int(part[1:-1])
+            node = node[idx] if isinstance(node, list) and idx < len(node) else None
+            out += part
+        else:
+            node = node.get(part[1:]) if isinstance(node, dict) else None
+            out += part
+    return out.lstrip(".")
+
+
+def _from_msgspec(err: Exception, data: bytes, type_: type) -> InputError:
+    text = str(err)
+    m = _AT.match(text)
+    msg, path = (m.group("msg"), m.group("path") or "") if m else (text, "")
+    path = path.lstrip(".")
+    if "[...]" in path:
+        path = _name_dict_keys(path, msg, data)
+    if msg.startswith("Object missing required field"):
+        field = _FIELD.search(msg).group("field")
+        return InputError(_join(path, field), "required field is missing")
+    if msg.startswith("Object contains unknown field"):
+        field = _FIELD.search(msg).group("field")
+        return InputError(_join(path, field), "unknown field (not in format_version 1)")
+    if path == "format_version" and msg.startswith("Invalid enum value"):
+        got = msg[len("Invalid enum value "):]
+        return InputError(path, f"unsupported format_version {got}; this engine reads format_version 1")
+    if msg.startswith("Invalid enum value"):
+        allowed = _literal_values(type_, path)
+        if allowed:
+            got = msg[len("Invalid enum value "):]
+            return InputError(path, f"unknown value {got}; expected one of {', '.join(map(str, allowed))}")
+    if msg == "Number out of range":
+        msg = "must be a finite number (out of range)"
+    return InputError(path or "$", msg)
+
+
+def _find_non_finite(obj, path: str = "") -> str | None:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path or "$"
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            found = _find_non_finite(v, _join(path, str(k)))
+            if found:
+                return found
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            found = _find_non_finite(v, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+class _Pairs(list):
+    """The (key, value) pairs of one JSON object, duplicates kept (only built when a duplicate is suspected)."""
+
+
+def _first_duplicate(node, path: str = "") -> tuple[str, str] | None:
+    """``(path of the object, key)`` of the first repeated key in a tree of :class:`_Pairs` and lists."""
+    if isinstance(node, _Pairs):
+        seen: set[str] = set()
+        for key, _ in node:
+            if key in seen:
+                return path, key
+            seen.add(key)
+        for key, value in node:
+            found = _first_duplicate(value, _join(path, key))
+            if found:
+                return found
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found = _first_duplicate(value, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_duplicate_keys(data: bytes) -> None:
+    """Refuse a JSON text in which some object repeats a key (decoders keep the last one silently).
+
+    Raises :class:`InputError` naming the object's path and the key, e.g. ``jobs[3].placement: duplicate
+    key "t0"``. Fast path: re-encoding the decoded document drops every repeated key with its value, and so
+    at least one ``:`` per repeat; the colons of the two texts agree exactly when no key repeats (string
+    contents are re-encoded verbatim, except an escaped ``\u003a``, when the exact pass runs). The exact pass
+    (one ``json.loads`` keeping pairs) runs only when the counts differ. Running time O(size of the text).
+    """
+    try:
+        loose = msgspec.json.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return  # not JSON: the typed decoder says why
+    if data.count(b":") == msgspec.json.encode(loose).count(b":") and b"\\u003" not in data:
+        return
+    try:
+        found = _first_duplicate(json.loads(data, object_pairs_hook=_Pairs))
+    except (ValueError, RecursionError):
+        return
+    if found:
+        path, key = found
+        raise InputError(path or "$", f"duplicate key {json.dumps(key, ensure_ascii=True)}")
+
+
+def decode(data: bytes, type_: type[T]) -> T:
+    """Decode JSON bytes into ``type_`` (types and bounds checked, repeated keys refused); :class:`InputError`
+    with the field path."""
+    if not data.strip():
+        raise InputError("$", "empty input, expected a JSON object")
+    try:
+        out = msgspec.json.decode(data, type=type_)
+        check_duplicate_keys(data)
+        return out
+    except msgspec.ValidationError as err:
+        check_duplicate_keys(data)  # a repeated key is the first thing to name: its first copy may be the bad one
+        raise _from_msgspec(err, data, type_) from None
+    except msgspec.DecodeError as err:
+        # msgspec rejects NaN/Infinity literals as malformed JSON; name the field if that is the cause.
+        try:
+            loose = json.loads(data)
+        except (ValueError, RecursionError):
+            raise InputError("$", f"not valid JSON: {err}") from None
+        where = _find_non_finite(loose)
+        if where:
+            raise InputError(where, "must be a finite number (NaN and Infinity are not allowed)") from None
+        raise InputError("$", f"not valid JSON: {err}") from None
+
 
 
 def _finite(value: float | None, path: str) -> None:
@@ -16,7 +321,7 @@ def _finite(value: float | None, path: str) -> None:
         raise InputError(path, f"must be a finite number, got {value!r}")
 
 
-def validate_snapshot(snap: Snapshot) -> None:
+def check_rules(snap: Snapshot) -> None:
     """Check the rules that span fields; raise :class:`InputError` naming the first broken one.
 
     Rules: unique server and job ids; ``state`` given exactly for inference servers; finite numbers;

@@ -12,15 +12,16 @@ throughput kind; :func:`value_table_scalar` is the plain per-entry reference it 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from lyra_solver.throughput import _profiles, rate_one, servers_spanned
 from lyra_solver.types import PowerThroughput, ProfileThroughput, TableThroughput
 
 
-@dataclass(frozen=True, eq=False)
-class JobOptions:
-    """What the value table needs of one job (a view the pipeline builds from the snapshot)."""
+class JobOptions(NamedTuple):
+    """What the value table needs of one job (a view the pipeline builds from the snapshot; a named tuple, cheap
+    to build for 50,000 jobs a round)."""
 
     throughput: object
     min_workers: int

@@ -1,14 +1,20 @@
-"""Optional numba kernel for one core step of :mod:`lyra_solver.formulations.mckp.core` (the ``fast`` extra).
+"""Compiled kernels of the exact MCKP core (:mod:`lyra_solver.formulations.mckp.core`), numba (the ``fast`` extra).
 
-Imported lazily; :func:`get_step_kernel` returns ``None`` when numba is missing (or the environment variable
-``LYRA_NO_NUMBA`` is set) and the numpy path of :mod:`lyra_solver.formulations.mckp.core` is used instead. The kernel
-does in one pass what the numpy path does with a sort: merge the ``k`` weight-sorted candidate lists (one per
-item of the class added), update the incumbent with the feasible candidates, fathom by the bound, and drop
-dominated candidates. Candidates whose Lagrangian value (state's ``V + alpha (c - W)`` minus the item's
-Lagrangian loss) cannot beat the incumbent are skipped before the merge (they could neither improve the
-incumbent nor survive the bound; leaving them out of the dominance test only keeps more states). Running
-time :math:`O(S k^2)` for ``S`` states and ``k`` items (a linear scan of the ``k`` list heads per output),
-memory :math:`O(S k)`.
+Both kernels have the signature of their numpy twins in :mod:`lyra_solver.formulations.mckp.core` and return the
+same arrays, element for element (the same candidates, compared and rounded by the same float expressions, ties
+broken by the same rules), so the path taken changes the time, never the answer:
+
+* ``count(W, V, dw, dv, cap, thr, alpha)``: how many candidates ``(state h, item j)`` pass the Lagrangian
+  pre-test ``(V[h] + alpha (cap - W[h])) - (alpha dw[j] - dv[j]) > thr`` (the memory guard's input);
+* ``step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd)``: one core step (see
+  :func:`lyra_solver.formulations.mckp.core.step_numpy` for the definition). Here it is a single k-way merge of
+  the ``k`` weight-sorted candidate lists (one per item of the entering class) that updates the incumbent,
+  fathoms by the upper bound and drops dominated candidates in one pass: :math:`O(S k^2)` time (a scan of the
+  ``k`` list heads per candidate; ``k`` is small after the class's reduction), :math:`O(|C|)` memory for the
+  ``|C|`` candidates that pass the pre-test.
+
+Imported lazily; :func:`get_kernels` returns ``None`` when numba is missing or ``LYRA_NO_NUMBA`` is set. The
+compiled code is cached on disk (``cache=True``), so a new process loads it instead of compiling.
 """
 from __future__ import annotations
 
@@ -17,115 +23,157 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["get_step_kernel"]
+__all__ = ["get_kernels", "numba_available"]
 
-_KERNEL: Callable | None = None
+_KERNELS: tuple[Callable, Callable] | None = None
 _TRIED = False
 
 
-def _make_kernel() -> Callable:
+def numba_available() -> bool:
+    """Whether numba is installed and not disabled by the environment variable ``LYRA_NO_NUMBA``.
+
+    Depends on the installation only (never on what ran before in the process).
+    """
+    if os.environ.get("LYRA_NO_NUMBA"):
+        return False
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
+
+
+def _make_kernels() -> tuple[Callable, Callable]:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def step(W, V, dw, dv, cap, thr, alpha, rnext, xu, yu, xd, yd, inc_val):  # pragma: no cover - compiled
+    def count(W, V, dw, dv, cap, thr, alpha):  # pragma: no cover - compiled
         S = W.shape[0]
         k = dw.shape[0]
-        cap_out = S * k
-        oW = np.empty(cap_out, dtype=np.int64)
-        oV = np.empty(cap_out, dtype=np.float64)
-        oP = np.empty(cap_out, dtype=np.int64)
-        oI = np.empty(cap_out, dtype=np.int64)
-        heads = np.zeros(k, dtype=np.int64)
-        best_feas = inc_val
+        total = 0
+        for h in range(S):
+            lag_h = V[h] + alpha * float(cap - W[h])
+            for j in range(k):
+                if lag_h - (alpha * float(dw[j]) - dv[j]) > thr:
+                    total += 1
+        return total
+
+    @numba.njit(cache=True, nogil=True)
+    def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd):  # pragma: no cover
+        S = W.shape[0]
+        k = dw.shape[0]
+        # 1. incumbent: per item, the heaviest state that fits has the largest value (values increase)
+        best_v = z
+        best_w = 0
         best_p = -1
-        best_i = -1
-        run_max = -np.inf
-        cnt = 0
-        nu = xu.shape[0]
-        nd = xd.shape[0]
-        pu = nu - 1
-        pd = 0
-        # Lagrangian value of every state; a candidate (state h, item j) is worth at most
-        # lagS[h] - loss[j] in any completion, so those at or below thr are skipped before the merge
+        best_j = -1
+        for j in range(k):
+            h = np.searchsorted(W, cap - dw[j], side="right") - 1
+            if h >= 0:
+                v = V[h] + dv[j]
+                w = W[h] + dw[j]
+                if v > best_v or (best_p >= 0 and v == best_v and (w < best_w or (w == best_w and j < best_j))):
+                    best_v = v
+                    best_w = w
+                    best_p = h
+                    best_j = j
+        thr = best_v + tol
+        # 2. Lagrangian pre-test and list heads
         lagS = np.empty(S, dtype=np.float64)
         for h in range(S):
             lagS[h] = V[h] + alpha * float(cap - W[h])
         loss = np.empty(k, dtype=np.float64)
         for j in range(k):
             loss[j] = alpha * float(dw[j]) - dv[j]
+        n_c = 0
+        for h in range(S):
+            for j in range(k):
+                if lagS[h] - loss[j] > thr:
+                    n_c += 1
+        oW = np.empty(n_c, dtype=np.int64)
+        oV = np.empty(n_c, dtype=np.float64)
+        oP = np.empty(n_c, dtype=np.int64)
+        oI = np.empty(n_c, dtype=np.int64)
+        heads = np.empty(k, dtype=np.int64)
         for j in range(k):
             h = 0
-            while h < S and lagS[h] - loss[j] <= thr:
+            while h < S and not (lagS[h] - loss[j] > thr):
                 h += 1
             heads[j] = h
+        has_tail = xu.shape[0] > 0
+        nu = xu.shape[0]
+        pu = nu - 1
+        pd = 0
+        run_max = -np.inf
+        cnt = 0
+        # 3. merge by (weight, item): fathom and drop dominated candidates
         while True:
-            # pick the list head of least weight
-            jbest = -1
-            wbest = 0
+            jb = -1
+            wb = 0
             for j in range(k):
                 h = heads[j]
                 if h < S:
                     w = W[h] + dw[j]
-                    if jbest < 0 or w < wbest:
-                        jbest = j
-                        wbest = w
-            if jbest < 0:
+                    if jb < 0 or w < wb:
+                        jb = j
+                        wb = w
+            if jb < 0:
                 break
-            h = heads[jbest]
+            h = heads[jb]
             nxt = h + 1
-            while nxt < S and lagS[nxt] - loss[jbest] <= thr:
+            while nxt < S and not (lagS[nxt] - loss[jb] > thr):
                 nxt += 1
-            heads[jbest] = nxt
-            v = V[h] + dv[jbest]
-            w = wbest
-            if w <= cap and v > best_feas:
-                best_feas = v
-                best_p = h
-                best_i = jbest
+            heads[jb] = nxt
+            v = V[h] + dv[jb]
+            w = wb
+            if not (v > run_max):
+                continue
+            run_max = v
             r = float(cap - w)
-            if r >= 0.0:
-                while pu > 0 and xu[pu] > r:
-                    pu -= 1
-                if pu >= nu - 1:
-                    ub = v + yu[nu - 1]
+            ub = v + lam_up * r if r >= 0.0 else v + lam_dn * r
+            b2 = v + alpha * r - r_next
+            if b2 < ub:
+                ub = b2
+            if has_tail:
+                if r >= 0.0:
+                    while xu[pu] > r:
+                        pu -= 1
+                    if pu == nu - 1:
+                        b3 = v + yu[nu - 1]
+                    else:
+                        b3 = v + (yu[pu] + (r - xu[pu]) * (yu[pu + 1] - yu[pu]) / (xu[pu + 1] - xu[pu]))
                 else:
-                    ub = v + yu[pu] + (r - xu[pu]) * (yu[pu + 1] - yu[pu]) / (xu[pu + 1] - xu[pu])
-            else:
-                e = -r
-                if e > xd[nd - 1]:
-                    ub = -np.inf
-                else:
-                    while pd < nd - 2 and xd[pd + 1] < e:
-                        pd += 1
-                    ub = v - (yd[pd] + (e - xd[pd]) * (yd[pd + 1] - yd[pd]) / (xd[pd + 1] - xd[pd]))
-            lag = v + alpha * r - rnext
-            if lag < ub:
-                ub = lag
-            if v > run_max:
-                run_max = v
-                if ub > thr:
-                    if cnt > 0 and oW[cnt - 1] == w:
-                        cnt -= 1
-                    oW[cnt] = w
-                    oV[cnt] = v
-                    oP[cnt] = h
-                    oI[cnt] = jbest
-                    cnt += 1
-        return oW[:cnt], oV[:cnt], oP[:cnt], oI[:cnt], best_feas, best_p, best_i
+                    e = -r
+                    if e > xd[xd.shape[0] - 1]:
+                        b3 = -np.inf
+                    else:
+                        while xd[pd + 1] < e:
+                            pd += 1
+                        b3 = v - (yd[pd] + (e - xd[pd]) * (yd[pd + 1] - yd[pd]) / (xd[pd + 1] - xd[pd]))
+                if b3 < ub:
+                    ub = b3
+            if ub > thr:
+                if cnt > 0 and oW[cnt - 1] == w:
+                    cnt -= 1
+                oW[cnt] = w
+                oV[cnt] = v
+                oP[cnt] = h
+                oI[cnt] = jb
+                cnt += 1
+        return oW[:cnt].copy(), oV[:cnt].copy(), oP[:cnt].copy(), oI[:cnt].copy(), best_v, best_p, best_j
 
-    return step
+    return count, step
 
 
-def get_step_kernel() -> Callable | None:
-    """The compiled step kernel (compiled once per process, cached on disk), or ``None`` without numba."""
-    global _KERNEL, _TRIED
+def get_kernels() -> tuple[Callable, Callable] | None:
+    """The compiled ``(count, step)`` kernels (loaded from numba's disk cache or compiled once per process), or
+    ``None`` when :func:`numba_available` is false."""
+    global _KERNELS, _TRIED
     if _TRIED:
-        return _KERNEL
+        return _KERNELS
     _TRIED = True
-    if os.environ.get("LYRA_NO_NUMBA"):
+    if not numba_available():
         return None
     try:
-        _KERNEL = _make_kernel()
+        _KERNELS = _make_kernels()
     except ImportError:
-        _KERNEL = None
-    return _KERNEL
+        _KERNELS = None
+    return _KERNELS

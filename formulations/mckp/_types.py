@@ -10,8 +10,8 @@ import math
 import numbers
 import re
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -313,6 +313,9 @@ class MCKPResult:
         Method that produced the answer (``"core"``, ``"dp"``, ``"cpsat"``, ...).
     backend_status : str
         The backend's own status string (e.g. CP-SAT ``"OPTIMAL"``, ``"time_limit"``).
+    stats : Mapping[str, int]
+        Counters of the search, when the method reports them (the core: classes that entered the core,
+        states created, largest state list...); empty otherwise.
     """
 
     status: Status
@@ -323,6 +326,7 @@ class MCKPResult:
     time_s: float
     method: str
     backend_status: str
+    stats: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The DESIGN "MCKP instance" answer as a plain dict."""
@@ -338,7 +342,8 @@ class MCKPResult:
 
 
 def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None, bound: float | None, *,
-                proven: bool, start: float, method: str, backend_status: str) -> MCKPResult:
+                proven: bool, start: float, method: str, backend_status: str,
+                stats: Mapping[str, int] | None = None) -> MCKPResult:
     """Assemble a result: recompute the objective from the problem, derive status and gap.
 
     ``proven`` marks a choice proven optimal by the method. Without a choice the status is ``no_solution``.
@@ -355,7 +360,7 @@ def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None,
     status = Status.OPTIMAL if (proven or gap == 0.0) else Status.FEASIBLE
     if status is Status.OPTIMAL and gap is None:
         gap = 0.0
-    return MCKPResult(status, obj, bound, gap, ch, elapsed, method, backend_status)
+    return MCKPResult(status, obj, bound, gap, ch, elapsed, method, backend_status, dict(stats or {}))
 
 
 def infeasible_result(start: float, method: str, backend_status: str = "infeasible") -> MCKPResult:

@@ -1,44 +1,49 @@
-"""Exact MCKP by core expansion from the LP solution (after Pisinger's minimal algorithm).
+"""Exact MCKP by a lazily expanding core (after Pisinger's minimal algorithm, EJOR 1995).
 
-Outline (Pisinger 1995, written from the published description, simplified):
+Written from the published description of the algorithm (no code of its authors was used). Four phases:
 
-1. **Reduction.** Per class, drop dominated items (:func:`._lp.undominated`) and compute the
-   upper convex hull (:func:`lyra_solver.formulations.mckp._lp.upper_hull`).
-2. **LP relaxation by slopes** (:func:`lyra_solver.formulations.mckp._lp.lp_relaxation`): the LP optimum ``U`` is the
-   upper bound, its integral part ``x^LP`` (every class at the hull vertex reached) the first incumbent,
-   together with the marginal-gain greedy. ``alpha`` is the slope of the break (fractional) increment.
-3. **Regrets.** For class ``i`` with LP item ``l_i`` and ``L_ij = v_ij - alpha w_ij`` (``l_i`` maximises
-   ``L_i.``), the regret ``r_i = L_il - max_{j != l} L_ij >= 0`` bounds how much the Lagrangian relaxation
-   loses when class ``i`` leaves its LP item. Optionally (``use_window``), a third incumbent comes from a
-   dense DP over the total weight change in a small window around ``x^LP`` (:func:`_window_incumbent`).
-4. **Core expansion by dynamic programming over states.** Classes enter the core in order of increasing
-   regret (the break class first). A state is a pair ``(W, V)``: total weight and value of a *complete*
-   solution whose core classes are chosen freely and whose other classes sit at their LP items. Adding a
-   class combines every state with the items of the class that can still matter (an item whose Lagrangian
-   loss alone closes the gap is skipped); states are kept as arrays sorted by weight with strictly
-   increasing values (dominated states dropped), and a state is fathomed when the smaller of two upper
-   bounds does not exceed the incumbent:
+1. **Prepare** (:func:`_prepare`). Per class, drop dominated items and find the upper convex hull
+   (:mod:`lyra_solver.formulations.mckp._lp`); solve the LP relaxation by slopes, found by partitioning the hull
+   increments around median gradients (:func:`lyra_solver.formulations.mckp._lp.fit_prefix`, no full sort): the
+   bound ``U``, the break gradient ``alpha`` and the LP's integral part ``x^LP``. Each class ``i`` gets its
+   *upgrade gradient* ``lam+_i`` (best value per unit of extra weight from its LP item, ``<= alpha``), its
+   *downgrade gradient* ``lam-_i`` (least value lost per unit of weight freed, ``>= alpha``) and its regret
+   ``r_i = L_i(LP item) - max_{other j} L_ij`` with ``L_ij = v_ij - alpha w_ij``.
+2. **Start** (:func:`_greedy_fill`). The first incumbent is ``x^LP`` filled greedily: the free capacity is
+   used by the moves that gain most, in rounds, best value per unit of weight first; on the classic instances
+   it ends within a few units of the capacity, so the gap to ``U`` starts small.
+3. **Expand** (the loop of :func:`solve_core`). The core starts with the break class; the other classes wait in
+   an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``) and enter lazily, one
+   at a time, from the list whose head gradient is closer to ``alpha`` among those that can still improve a
+   state. Only an entering class is reduced: its items whose Lagrangian loss alone closes the gap are dropped.
+   A state ``(W, V)`` is a complete solution (core classes chosen, the others at their LP items); states are
+   kept sorted by weight with strictly increasing values (dominated states dropped). Adding a class combines
+   every state with its items in one *step kernel* (numba, :mod:`lyra_solver.formulations.mckp._numba`, or
+   numpy, :func:`step_numpy`: same signature, same arrays out) that updates the incumbent and fathoms.
+4. **Bound** (:func:`state_bounds`). A state can lead to a better solution only if its upper bound exceeds the
+   incumbent. The bound is the least of: ``V + lam (c - W)`` with ``lam`` the head gradient of the upgrade list
+   when ``W <= c`` and of the downgrade list when ``W > c`` (every class outside the core upgrades at most at
+   ``lam+ <= alpha`` and downgrades at least at ``lam- >= alpha``); ``V + alpha (c - W) - r_next`` with
+   ``r_next`` the least regret outside the core (a completion other than the state itself moves some class
+   outside); and, once the state lists grow, the LP relaxation of the classes outside the core,
+   ``V + F(c - W)`` (:class:`_LPTail`). The search stops, proven, when no state's bound exceeds the incumbent
+   (by the tolerance below), when no state is left, or when both lists are empty.
+5. **Finish** (:func:`_finish`): the incumbent's choice is rebuilt from the parent links of the state lists.
 
-   * the LP relaxation of the classes outside the core with free capacity ``c - W``,
-     ``V + F(c - W)`` (:class:`_LPTail`; ``F`` is piecewise linear: their remaining hull increments by
-     decreasing slope when ``W <= c``, minus the cheapest downgrades when ``W > c``);
-   * ``V + alpha (c - W) - r_next``: Lagrangian bound of a completion that moves some class outside the
-     core, ``r_next`` the smallest regret outside (the state itself, if feasible, is already counted).
+Tolerance: weights are exact integers, values floats. A bound is trusted to
+``tol = 1e-11 * max(1, |U|, sum_i |v_{i, LP}|)`` (a solution better than the returned one by less than ``tol``
+may be missed; no state better by more than ``tol`` is fathomed). When all values are integers, ``tol = 1/2``:
+a better solution is better by at least 1, so the search stops as soon as the incumbent reaches the bound
+rounded down, and the proof stays exact.
 
-   States with ``W <= c`` are feasible solutions and update the incumbent. One step is a numpy
-   sort-and-filter, or a single-pass k-way merge in the optional numba kernel
-   (:mod:`lyra_solver.formulations.mckp._numba`) on large steps.
-5. **Termination.** Any solution that moves a class ``i`` outside the core from its LP item is worth at most
-   ``V + alpha (c - W) - r_i`` for some state (Lagrangian bound), so the search stops, proven optimal, as
-   soon as ``max_states(V + alpha (c - W)) - r_next <= incumbent`` (``r_next`` the smallest regret left), or
-   when no state is left. On the engine's value tables only a few classes enter the core.
+Memory is bounded: before a step, the bytes of the stored state lists plus those of the step's candidates
+(counted exactly by the kernel's ``count``) are compared with ``max_bytes`` (default 1 GiB); past it the search
+stops as a limit does, with status ``feasible``, the incumbent and a proven bound. Nothing is sized by the
+capacity, so huge capacities cost what small ones do.
 
-Nothing is ever sized by the capacity: memory is :math:`O(\\text{states} \\times \\text{items})`, so huge
-capacities (``10**9``) are as cheap as small ones. Weights are exact integers; values are floats, and a bound
-is trusted to ``tol = 1e-9 * max(1, |U|, sum_i |v_{i,l_i}|)`` (a solution better than the returned one by
-less than ``tol`` may be missed; comparisons never fathom a state that is better by more than ``tol``).
-When all values are integers (and ``tol < 1/2``), ``tol = 1/2`` is used instead: a better solution is better
-by at least 1, so the proof stays exact while bounds are effectively rounded down, as in Pisinger's codes.
+Determinism: the numba and numpy kernels compute the same candidates with the same float expressions and break
+ties by the same rules (fewer weight, then lower item position), so they return the same arrays; the path is
+chosen from the arguments and the problem's size only (:func:`default_use_numba`), never from what ran before.
 
 References
 ----------
@@ -50,394 +55,554 @@ Kellerer, H., Pferschy, U., Pisinger, D. (2004). Knapsack Problems, ch. 11. Spri
 """
 from __future__ import annotations
 
-import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
-from lyra_solver.formulations.mckp._lp import lp_relaxation, undominated, upper_hull
+from lyra_solver.formulations.mckp._lp import (
+    Hull,
+    LPRelaxation,
+    Undominated,
+    fit_prefix,
+    lp_relaxation,
+    undominated,
+    upper_hull,
+)
+from lyra_solver.formulations.mckp._numba import get_kernels, numba_available
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
-from lyra_solver.formulations.mckp.greedy import greedy_positions
 
-__all__ = ["solve_core"]
+__all__ = ["DEFAULT_MAX_BYTES", "NUMBA_MIN_ITEMS", "Incumbent", "count_numpy", "default_use_numba", "solve_core",
+           "state_bounds", "step_numpy"]
 
 #: Relative tolerance of the optimality proof (see the module docstring).
-REL_TOL = 1e-9
+REL_TOL = 1e-11
 
-#: With ``use_numba=None``, a step with at least this many candidate states loads the numba kernel
-#: (:mod:`lyra_solver.formulations.mckp._numba`) when numba is installed, and once loaded it serves every step of 2,000
-#: candidates or more; easy instances (the engine's value tables) never pay numba's import and compile time.
-NUMBA_MIN_CANDIDATES = 200_000
+#: Default memory limit of the state lists and of one step's candidates, in bytes (1 GiB).
+DEFAULT_MAX_BYTES = 1 << 30
+
+#: With ``use_numba=None``, problems with at least this many items use the numba kernels (when installed).
+NUMBA_MIN_ITEMS = 20_000
+
+#: The LP relaxation of the classes outside the core (:class:`_LPTail`) joins the bound once a step would
+#: create this many candidates, and is rebuilt each time the core has doubled since.
+TAIL_MIN_CANDIDATES = 20_000
+
+#: Bytes per candidate of a step in the memory model (weights, values, parents, items and sort keys).
+BYTES_PER_CANDIDATE = 48
+
+#: Rounds of the greedy fill of the start solution.
+FILL_ROUNDS = 12
 
 
-def _kernel_loaded() -> bool:
-    """Whether the numba step kernel is already compiled in this process (then it pays on small steps)."""
-    mod = sys.modules.get("lyra_solver.formulations.mckp._numba")
-    return mod is not None and getattr(mod, "_KERNEL", None) is not None
+def default_use_numba(problem: MCKPProblem) -> bool:
+    """The kernel path for ``use_numba=None``: numba when installed and the problem has at least
+    :data:`NUMBA_MIN_ITEMS` items. A function of the installation and the problem's size only."""
+    return problem.n_items >= NUMBA_MIN_ITEMS and numba_available()
+
+
+@dataclass
+class Incumbent:
+    """The best complete solution found so far.
+
+    Either a full choice (``positions``, one position per class into the undominated lists) or a state of the
+    core: the candidate ``(parent, item)`` of step ``step``, rebuilt at the end from the parent links.
+    """
+
+    value: float
+    positions: np.ndarray | None = None
+    step: int = -1
+    parent: int = -1
+    item: int = -1
+
+    def offer_full(self, value: float, positions: np.ndarray) -> None:
+        """Take a full choice if it is strictly better."""
+        if value > self.value:
+            self.value, self.positions, self.step, self.parent, self.item = value, positions, -1, -1, -1
+
+    def offer_state(self, value: float, step: int, parent: int, item: int) -> None:
+        """Take a state of step ``step`` if it is strictly better."""
+        if value > self.value:
+            self.value, self.positions, self.step, self.parent, self.item = value, None, step, parent, item
+
+
+@dataclass(frozen=True, eq=False)
+class _Prepared:
+    """Phase 1: reductions, LP relaxation, gradients and regrets."""
+
+    red: Undominated
+    hull: Hull
+    lp: LPRelaxation
+    base_w: np.ndarray
+    base_v: np.ndarray
+    tol: float
+    lam_up: np.ndarray
+    lam_dn: np.ndarray
+    regret: np.ndarray
+
+
+@dataclass
+class _Lists:
+    """Classes outside the core: the upgrade, downgrade and regret orders with a read pointer each."""
+
+    up: np.ndarray
+    dn: np.ndarray
+    by_regret: np.ndarray
+    in_core: np.ndarray
+    heads: list[int] = field(default_factory=lambda: [0, 0, 0])
+
+    def _head(self, which: int) -> int:
+        order = (self.up, self.dn, self.by_regret)[which]
+        p = self.heads[which]
+        while p < order.shape[0] and self.in_core[order[p]]:
+            p += 1
+        self.heads[which] = p
+        return int(order[p]) if p < order.shape[0] else -1
+
+    def head_up(self) -> int:
+        """Next class of the upgrade list, ``-1`` when empty."""
+        return self._head(0)
+
+    def head_dn(self) -> int:
+        """Next class of the downgrade list, ``-1`` when empty."""
+        return self._head(1)
+
+    def head_regret(self) -> int:
+        """Class of least regret outside the core, ``-1`` when none."""
+        return self._head(2)
 
 
 class _LPTail:
-    """LP relaxation of the classes outside the core, as a function of the free capacity.
+    """LP relaxation of a set of classes (at least those outside the core) as a function of free capacity.
 
-    With the classes of ``mask`` at their LP items and free capacity ``r`` (relative to those items), the
-    LP optimum of their hulls is ``F(r)``: for ``r >= 0`` the upgrade increments taken by decreasing slope
-    (concave, constant once all are taken), for ``r < 0`` minus the cheapest downgrades (by increasing
-    slope) that free ``-r`` (``-inf`` when impossible). All up slopes are ``<= alpha <=`` all down slopes, so
-    mixing upgrades and downgrades never pays. A state ``(W, V)`` is bounded by ``V + F(c - W)``. Using a
-    superset of the classes outside the core (an older mask) still gives a valid bound.
+    With those classes at their LP items and free capacity ``r``, the LP optimum of their hulls is ``F(r)``:
+    for ``r >= 0`` the upgrade increments by decreasing slope (concave), for ``r < 0`` minus the cheapest
+    downgrades by increasing slope (``-inf`` when they cannot free ``-r``). Stored as breakpoints: ``xu, yu``
+    (cumulative weights and values of the upgrades) and ``xd, yd`` (of the downgrades).
     """
 
-    def __init__(self, hull, levels: np.ndarray) -> None:
+    def __init__(self, hull: Hull, levels: np.ndarray, mask: np.ndarray) -> None:
         n, h = hull.weights.shape
         steps = max(h - 1, 0)
         j = np.arange(steps)[None, :]
-        inc = j < (hull.counts - 1)[:, None]
+        inc = (j < (hull.counts - 1)[:, None]) & mask[:, None]
         dW = (hull.weights[:, 1:] - hull.weights[:, :-1]) if steps else np.zeros((n, 0), np.int64)
         dV = (hull.values[:, 1:] - hull.values[:, :-1]) if steps else np.zeros((n, 0))
-        up = inc & (j >= levels[:, None])
-        dn = inc & (j < levels[:, None])
-        self.n_increments = int(inc.sum())
-        cu, ju = np.nonzero(up)
+        cu, ju = np.nonzero(inc & (j >= levels[:, None]))
         su = dV[cu, ju] / dW[cu, ju]
-        o = np.argsort(-su, kind="stable")
-        self.up_cls, self.up_w, self.up_v = cu[o], dW[cu, ju][o].astype(np.float64), dV[cu, ju][o]
-        cd, jd = np.nonzero(dn)
+        o = np.lexsort((ju, cu, -su))
+        self.xu = np.concatenate([[0.0], np.cumsum(dW[cu, ju][o].astype(np.float64))])
+        self.yu = np.concatenate([[0.0], np.cumsum(dV[cu, ju][o])])
+        cd, jd = np.nonzero(inc & (j < levels[:, None]))
         sd = dV[cd, jd] / dW[cd, jd]
-        o = np.argsort(sd, kind="stable")
-        self.dn_cls, self.dn_w, self.dn_v = cd[o], dW[cd, jd][o].astype(np.float64), dV[cd, jd][o]
-        self.set_mask(np.ones(n, dtype=bool))
-
-    def set_mask(self, mask: np.ndarray) -> None:
-        """Restrict the relaxation to the classes in ``mask``."""
-        mu = mask[self.up_cls]
-        self.xu = np.concatenate([[0.0], np.cumsum(self.up_w[mu])])
-        self.yu = np.concatenate([[0.0], np.cumsum(self.up_v[mu])])
-        md = mask[self.dn_cls]
-        self.xd = np.concatenate([[0.0], np.cumsum(self.dn_w[md])])
-        self.yd = np.concatenate([[0.0], np.cumsum(self.dn_v[md])])
-
-    def bound(self, W: np.ndarray, V: np.ndarray, capacity: int) -> np.ndarray:
-        """Upper bound ``V + F(capacity - W)`` of every state."""
-        r = (capacity - W).astype(np.float64)
-        out = np.empty_like(V)
-        pos = r >= 0
-        if pos.all():
-            return V + np.interp(r, self.xu, self.yu)
-        out[pos] = V[pos] + np.interp(r[pos], self.xu, self.yu)
-        neg = ~pos
-        e = -r[neg]
-        b = V[neg] - np.interp(e, self.xd, self.yd)
-        b[e > self.xd[-1]] = -np.inf
-        out[neg] = b
-        return out
+        o = np.lexsort((-jd, cd, sd))
+        self.xd = np.concatenate([[0.0], np.cumsum(dW[cd, jd][o].astype(np.float64))])
+        self.yd = np.concatenate([[0.0], np.cumsum(dV[cd, jd][o])])
 
 
-def _step_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap: int, tail: _LPTail,
-                alpha: float, r_next: float, inc_val: float, tol: float, *, check_incumbent: bool = True):
-    """One core step with numpy: combine states and items, fathom, drop dominated states.
+_NO_TAIL = np.zeros(0, dtype=np.float64)
 
-    Returns ``(W', V', keep)`` with ``keep`` the flat candidate index (``state * k + item``) of every kept
-    state, or ``((value, flat index), None, None)`` when a feasible candidate beats the incumbent (the caller
-    records it and calls again with ``check_incumbent=False``).
+
+def state_bounds(W: np.ndarray, V: np.ndarray, cap: int, alpha: float, lam_up: float, lam_dn: float,
+                 r_next: float, xu: np.ndarray, yu: np.ndarray, xd: np.ndarray, yd: np.ndarray) -> np.ndarray:
+    """Upper bound of every state ``(W, V)`` over its completions by the classes outside the core.
+
+    The least of ``V + lam_up (c - W)`` (``W <= c``) or ``V + lam_dn (c - W)`` (``W > c``), of
+    ``V + alpha (c - W) - r_next``, and, when ``xu`` is not empty, of ``V + F(c - W)`` (:class:`_LPTail`).
+    Evaluated with the same float expressions as the numba step kernel.
     """
-    nW = (W[:, None] + dw[None, :]).ravel()
-    nV = (V[:, None] + dv[None, :]).ravel()
-    if check_incumbent:
-        # feasible states are complete solutions: update the incumbent
-        feas = nW <= cap
-        if feas.any():
-            fv = np.where(feas, nV, -np.inf)
-            j = int(np.argmax(fv))
-            if fv[j] > inc_val:
-                return (float(fv[j]), j), None, None
-    ub = tail.bound(nW, nV, cap)
-    if np.isfinite(r_next):
-        # a completion other than the state itself moves a class outside the core: Lagrangian bound
-        # minus the smallest regret left (the state itself, if feasible, is already in the incumbent)
-        np.minimum(ub, nV + alpha * (cap - nW).astype(np.float64) - r_next, out=ub)
-    keep = np.flatnonzero(ub > inc_val + tol)
-    nW, nV = nW[keep], nV[keep]
-    # dominance: sort by weight (stable sort merges the k sorted runs), keep strictly increasing
-    # values, then of equal weights keep the last (largest value)
-    if nW.shape[0] > 1:
-        srt = np.argsort(nW, kind="stable")
-        nW, nV, keep = nW[srt], nV[srt], keep[srt]
+    r = (cap - W).astype(np.float64)
+    pos = r >= 0.0
+    ub = np.where(pos, V + lam_up * np.where(pos, r, 0.0), V + lam_dn * np.where(pos, -1.0, r))
+    np.minimum(ub, V + alpha * r - r_next, out=ub)
+    if xu.shape[0]:
+        b3 = np.full(W.shape[0], -np.inf)
+        if pos.any():
+            rp, vp = r[pos], V[pos]
+            p = np.searchsorted(xu, rp, side="right") - 1
+            top = p == xu.shape[0] - 1
+            q = np.minimum(p + 1, xu.shape[0] - 1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mid = yu[p] + (rp - xu[p]) * (yu[q] - yu[p]) / (xu[q] - xu[p])
+            b3[pos] = np.where(top, vp + yu[-1], vp + mid)
+        neg = ~pos
+        if neg.any():
+            e, vn = -r[neg], V[neg]
+            ok = e <= xd[-1]
+            p = np.clip(np.searchsorted(xd, e, side="left") - 1, 0, max(xd.shape[0] - 2, 0))
+            q = np.minimum(p + 1, xd.shape[0] - 1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                val = vn - (yd[p] + (e - xd[p]) * (yd[q] - yd[p]) / (xd[q] - xd[p]))
+            b3[neg] = np.where(ok, val, -np.inf)
+        np.minimum(ub, b3, out=ub)
+    return ub
+
+
+def count_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap: int, thr: float,
+                alpha: float) -> int:
+    """Candidates ``(h, j)`` with ``(V[h] + alpha (cap - W[h])) - (alpha dw[j] - dv[j]) > thr`` (numpy twin of
+    the numba ``count`` kernel)."""
+    lag = V + alpha * (cap - W).astype(np.float64)
+    loss = alpha * dw.astype(np.float64) - dv
+    return int(sum(int(np.count_nonzero(lag - loss[j] > thr)) for j in range(dw.shape[0])))
+
+
+def step_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap: int, z: float, tol: float,
+               alpha: float, lam_up: float, lam_dn: float, r_next: float, xu: np.ndarray, yu: np.ndarray,
+               xd: np.ndarray, yd: np.ndarray):
+    """One core step: combine the states with the items of the entering class (the kernels' definition).
+
+    Parameters
+    ----------
+    W, V : (S,) int64, float64
+        States sorted by weight, strictly increasing weights and values.
+    dw, dv : (k,) int64, float64
+        The entering class's items relative to its LP item, strictly increasing weights.
+    cap : int
+    z, tol : float
+        Incumbent value and tolerance.
+    alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd
+        Bound parameters of the classes still outside the core (:func:`state_bounds`).
+
+    Returns
+    -------
+    (W', V', parent, item, best_v, best_p, best_j)
+        The new states (sorted by weight, strictly increasing values), the state and item each comes from, and
+        the best feasible candidate when it beats ``z`` (``best_p = -1`` otherwise; ties: less weight, then
+        lower item).
+
+    Notes
+    -----
+    Definition: the incumbent ``z'`` is updated first; with ``thr = z' + tol``, a candidate ``(h, j)``
+    (weight ``W[h] + dw[j]``, value ``V[h] + dv[j]``) is considered when its Lagrangian value
+    ``(V[h] + alpha (cap - W[h])) - (alpha dw[j] - dv[j])`` exceeds ``thr``; of the considered candidates,
+    a candidate is kept when its bound exceeds ``thr`` and no considered candidate of no more weight has a
+    larger value (of equal weight and value: the lowest item). Running time :math:`O(S k \\log(S k))`.
+    """
+    S, k = W.shape[0], dw.shape[0]
+    best_v, best_p, best_j = z, -1, -1
+    if S and k:
+        h = np.searchsorted(W, cap - dw, side="right") - 1
+        ok = h >= 0
+        if ok.any():
+            js = np.flatnonzero(ok)
+            hv = V[h[js]] + dv[js]
+            hw = W[h[js]] + dw[js]
+            o = np.lexsort((js, hw, -hv))[0]
+            if hv[o] > z:
+                best_v, best_p, best_j = float(hv[o]), int(h[js[o]]), int(js[o])
+    thr = best_v + tol
+    lag = V + alpha * (cap - W).astype(np.float64)
+    loss = alpha * dw.astype(np.float64) - dv
+    parts_h, parts_j = [], []
+    for j in range(k):
+        hh = np.flatnonzero(lag - loss[j] > thr)
+        parts_h.append(hh)
+        parts_j.append(np.full(hh.shape[0], j, dtype=np.int64))
+    hh = np.concatenate(parts_h) if parts_h else np.zeros(0, np.int64)
+    jj = np.concatenate(parts_j) if parts_j else np.zeros(0, np.int64)
+    nW = W[hh] + dw[jj]
+    nV = V[hh] + dv[jj]
+    if nW.shape[0]:
+        o = np.lexsort((jj, -nV, nW))
+        nW, nV, hh, jj = nW[o], nV[o], hh[o], jj[o]
         prev = np.empty_like(nV)
         prev[0] = -np.inf
         np.maximum.accumulate(nV[:-1], out=prev[1:])
-        nd = nV > prev
-        nW, nV, keep = nW[nd], nV[nd], keep[nd]
-        # survivors of equal weight have increasing values: keep the last of each run
-        last = np.ones(nW.shape[0], dtype=bool)
-        last[:-1] = nW[:-1] != nW[1:]
-        nW, nV, keep = nW[last], nV[last], keep[last]
-    return nW, nV, keep
+        keep = nV > prev
+        nW, nV, hh, jj = nW[keep], nV[keep], hh[keep], jj[keep]
+        keep = state_bounds(nW, nV, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd) > thr
+        nW, nV, hh, jj = nW[keep], nV[keep], hh[keep], jj[keep]
+    return nW, nV, hh, jj, best_v, best_p, best_j
 
 
-def _window_incumbent(red, lag: np.ndarray, lag_lp: np.ndarray, lp_pos: np.ndarray, order: np.ndarray,
-                      room: int, slack: float, *, max_cells: int = 1 << 16, max_work: float = 5e7,
-                      max_items: int = 20_000) -> tuple[np.ndarray, float] | None:
-    """Heuristic incumbent: dense DP over the total weight change in a window around the LP solution.
-
-    Starting from the LP's integral part (free capacity ``room``), class by class (in ``order``) every item
-    whose Lagrangian loss is below ``slack`` (the others cannot belong to a better solution) moves the total
-    weight change ``d``; ``f(d)`` keeps the best value change for ``d`` in ``[-D, room]`` with ``D`` the
-    largest weight decrease of a candidate item. Solutions whose running weight change leaves the window are
-    missed, so this is a heuristic; it returns ``(positions, value change)`` or ``None`` when the window or
-    the work is too large. Running time :math:`O(\text{items} \times (room + D))`.
-    """
-    n, u = red.weights.shape
+def _prepare(problem: MCKPProblem) -> _Prepared | tuple[Undominated, LPRelaxation]:
+    """Phase 1 (see the module docstring); returns the reduced items and the LP when the LP is infeasible or
+    integral (nothing left to search)."""
+    n = problem.n_classes
+    red = undominated(problem)
+    hull = upper_hull(red)
+    lp = lp_relaxation(red, hull, problem.capacity)
+    if not lp.feasible or lp.frac_class < 0:
+        return red, lp
     rows = np.arange(n)
-    loss = lag_lp[:, None] - lag
-    ok = loss < slack
-    ok &= np.arange(u)[None, :] < red.counts[:, None]
-    ok[rows, lp_pos] = False
-    cls = order[ok[order].any(axis=1)]
-    if cls.shape[0] == 0:
-        return None
-    dW = red.weights - red.weights[rows, lp_pos][:, None]
-    dV = red.values - red.values[rows, lp_pos][:, None]
-    neg = ok & (dW < 0)
-    D = int(-dW[neg].min()) if neg.any() else 0
-    M = room + D + 1
-    n_items = int(ok.sum())
-    if max_cells < M or n_items > max_items or n_items * M > max_work:
-        return None
-    f = np.full(M, -np.inf)
-    f[D] = 0.0
-    take = np.empty((cls.shape[0], M), dtype=np.int16 if u < 2**15 else np.int64)
-    for t, i in enumerate(cls.tolist()):
-        g = f.copy()
-        tk = take[t]
-        tk[:] = lp_pos[i]
-        for j in np.flatnonzero(ok[i]).tolist():
-            d = int(dW[i, j])
-            if d >= M or -d >= M:
-                continue
-            src = f[: M - d] if d >= 0 else f[-d:]
-            dst = slice(d, M) if d >= 0 else slice(0, M + d)
-            cand = src + dV[i, j]
-            better = cand > g[dst]
-            g[dst][better] = cand[better]
-            tk[dst][better] = j
-        f = g
-    best = int(np.argmax(f))
-    if not np.isfinite(f[best]):
-        return None
-    pos = lp_pos.copy()
-    idx = best
-    for t in range(cls.shape[0] - 1, -1, -1):
-        i = int(cls[t])
-        j = int(take[t, idx])
-        pos[i] = j
-        idx -= int(dW[i, j])
-    return pos, float(f[best])
+    base_w = red.weights[rows, lp.lp_pos]
+    base_v = red.values[rows, lp.lp_pos]
+    tol = REL_TOL * max(1.0, abs(lp.bound), float(np.abs(base_v).sum()))
+    vmax = float(np.abs(red.values).max())
+    if tol < 0.5 and vmax * n < 2.0**50 and bool(np.all(red.values == np.round(red.values))):
+        tol = 0.5  # integral values: a better solution is better by at least 1 (module docstring)
+    # gradients from the LP vertex: next hull step up / down (LP optimality: lam_up <= alpha <= lam_dn)
+    lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
+    lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
+    # regrets with respect to alpha, over the undominated items
+    u = red.weights.shape[1]
+    valid = np.arange(u)[None, :] < red.counts[:, None]
+    lag = np.where(valid, red.values - lp.alpha * red.weights, -np.inf)
+    lag_lp = lag[rows, lp.lp_pos]
+    lag[rows, lp.lp_pos] = -np.inf
+    regret = np.maximum(lag_lp - lag.max(axis=1), 0.0)  # a single item: +inf
+    return _Prepared(red, hull, lp, base_w, base_v, tol, lam_up, lam_dn, regret)
+
+
+def _greedy_fill(prep: _Prepared, cap: int) -> tuple[np.ndarray, float, int]:
+    """Phase 2: the LP's integral part with its free capacity filled greedily.
+
+    In each round every class offers its move of largest value gain among those that fit the free capacity
+    (an undominated heavier item); the offers are taken by decreasing gain per unit of weight while they fit
+    (:func:`fit_prefix`). Returns ``(positions, value, free capacity)``. Running time :math:`O(n d)` per round,
+    ``d`` the items within the free capacity of the current ones.
+    """
+    red = prep.red
+    n = red.counts.shape[0]
+    rows = np.arange(n)
+    pos = prep.lp.lp_pos.copy()
+    room = cap - prep.lp.weight
+    for _ in range(FILL_ROUNDS):
+        if room <= 0:
+            break
+        cur_w = red.weights[rows, pos]
+        cur_v = red.values[rows, pos]
+        best_gain = np.zeros(n)
+        best_pos = pos.copy()
+        d = 1
+        while True:
+            col = pos + d
+            ok = col < red.counts
+            if not ok.any():
+                break
+            colc = np.minimum(col, red.counts - 1)
+            dW = red.weights[rows, colc] - cur_w
+            ok &= dW <= room
+            if not ok.any():
+                break
+            gain = red.values[rows, colc] - cur_v
+            better = ok & (gain > best_gain)
+            best_gain[better] = gain[better]
+            best_pos[better] = colc[better]
+            d += 1
+        cls = np.flatnonzero(best_pos != pos)
+        if cls.shape[0] == 0:
+            break
+        dW = red.weights[cls, best_pos[cls]] - cur_w[cls]
+        taken, _, used = fit_prefix(best_gain[cls] / dW, dW, room)
+        pos[cls[taken]] = best_pos[cls[taken]]
+        room -= used
+    value = float(red.values[rows, pos].sum())
+    return pos, value, int(room)
+
+
+def _kernels(use_numba: bool) -> tuple[Callable, Callable, bool]:
+    if use_numba:
+        k = get_kernels()
+        if k is not None:
+            return k[0], k[1], True
+    return count_numpy, step_numpy, False
 
 
 def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_greedy: bool = True,
-               use_window: bool = False,
-               max_states: int = 20_000_000, use_numba: bool | None = None) -> MCKPResult:
-    """Solve MCKP exactly by core expansion from the LP solution (see the module docstring).
+               max_states: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES,
+               use_numba: bool | None = None) -> MCKPResult:
+    """Solve MCKP exactly with a lazily expanding core (see the module docstring).
 
     Parameters
     ----------
     problem : MCKPProblem
     time_limit : float, optional
-        Seconds. When hit, the incumbent is returned with status ``feasible``, the best bound over the open
-        states, and the gap.
+        Seconds. When hit, the incumbent is returned with status ``feasible``, a proven bound and the gap.
     use_greedy : bool
-        Seed the incumbent with the marginal-gain greedy as well as the LP's integral part.
-    use_window : bool
-        Also seed it with a dense DP over the weight change in a small window around the LP solution
-        (:func:`_window_incumbent`; skipped when the window or the work would be large). Off by default: on
-        the benchmark instances the better first incumbent did not pay for its cost.
-    max_states : int
-        Memory guard: if a core step would create more candidate states than this, the search stops like a
-        time limit (incumbent, bound and gap are returned). Never hit on the benchmark instances.
+        Fill the LP's integral part greedily for the first incumbent (phase 2); off, the start is the LP's
+        integral part alone.
+    max_states : int, optional
+        Stop (like a limit, backend status ``state_limit``) before a step that would combine more than this
+        many state-item pairs.
+    max_bytes : int
+        Memory limit of the state lists plus one step's candidates (default :data:`DEFAULT_MAX_BYTES`); past
+        it the search stops with status ``feasible`` (backend status ``memory_limit``), never a crash.
     use_numba : bool, optional
-        ``True``: use the numba step kernel for every step; ``False``: never; ``None`` (default): for steps
-        with at least :data:`NUMBA_MIN_CANDIDATES` candidate states, when numba is installed. The
-        greedy follows the same setting. Both paths are exact.
+        Step kernels compiled by numba (``True``) or numpy (``False``); ``None``: :func:`default_use_numba`.
+        Both give the same answer, choice included.
 
     Returns
     -------
     MCKPResult
-        ``method="core"``; ``optimal``, ``feasible`` (limit hit), or ``infeasible``.
+        ``method="core"``; ``optimal``, ``feasible`` (a limit hit) or ``infeasible``; ``stats`` holds
+        ``classes`` (classes that entered the core), ``states`` (states created over all steps),
+        ``max_states`` (longest state list), ``candidates`` (state-item pairs that passed the Lagrangian
+        pre-test), ``free_start`` (free capacity of the start solution) and ``numba`` (1 when the numba kernels
+        ran).
 
     Notes
     -----
-    Running time: :math:`O(N \\log N)` for the reduction and LP (``N`` items), plus
-    :math:`O(\\sum_t S_t k_t \\log(S_t k_t))` for the core steps, where ``S_t`` is the number of states
-    before step ``t`` and ``k_t`` the undominated items of the class added. ``S_t`` is bounded by the number
-    of distinct state weights inside the bound window (never by the capacity), which in the worst case is
-    exponential in the core size, as for every exact method of this NP-hard problem; in practice the core
-    holds a few classes (Pisinger 1995).
+    Running time :math:`O(N \\log m)` for phase 1 (``N`` items, ``m`` per class; the LP in expected
+    :math:`O(N)`), :math:`O(n d)` per fill round, and :math:`O(\\sum_t S_t k_t \\log(S_t k_t))` for the core
+    steps (numpy; :math:`O(\\sum_t S_t k_t^2)` with numba), ``S_t`` the states before step ``t`` and ``k_t`` the
+    entering class's items left after its reduction. ``S_t`` is bounded by the distinct state weights within
+    the bounds, never by the capacity; it is exponential in the core size in the worst case, as for every exact
+    method of this NP-hard problem, and the core stays small on the engine's tables (Pisinger 1995).
     """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + float(time_limit)
     n = problem.n_classes
     cap = problem.capacity
+    if use_numba is None:
+        use_numba = default_use_numba(problem)
+    stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "numba": 0}
     if n == 0:
         return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start, method="core",
-                           backend_status="empty")
-    red = undominated(problem)
-    hull = upper_hull(red)
-    lp = lp_relaxation(red, hull, cap)
-    if not lp.feasible:
-        return infeasible_result(start, "core")
-    rows = np.arange(n)
-    lp_pos = lp.lp_pos
-    if lp.frac_class < 0:
-        return make_result(problem, red.items[rows, lp_pos], lp.bound, proven=True, start=start,
-                           method="core", backend_status="lp-integral")
+                           backend_status="empty", stats=stats)
+    prep = _prepare(problem)
+    if isinstance(prep, tuple):
+        red, lp = prep
+        if not lp.feasible:
+            return infeasible_result(start, "core")
+        stats["free_start"] = cap - lp.weight
+        return make_result(problem, red.items[np.arange(n), lp.lp_pos], lp.bound, proven=True, start=start,
+                           method="core", backend_status="lp-integral", stats=stats)
+    red, lp, tol, alpha = prep.red, prep.lp, prep.tol, prep.lp.alpha
 
-    base_w = red.weights[rows, lp_pos]
-    base_v = red.values[rows, lp_pos]
-    tol = REL_TOL * max(1.0, abs(lp.bound), float(np.abs(base_v).sum()))
-    vmax = float(np.abs(red.values).max())
-    if tol < 0.5 and vmax * n < 2.0**50 and bool(np.all(red.values == np.round(red.values))):
-        # integral values: any better solution is better by at least 1, so bounds below inc + 1 fathom
-        # (half a unit of margin absorbs the rounding of the bound arithmetic)
-        tol = 0.5
-    # incumbent: ("full", positions) or ("state", step, parent index, item position)
-    inc_val = lp.value
-    inc_ref: tuple = ("full", lp_pos.copy())
+    # phase 2: start solution
+    inc = Incumbent(lp.value, lp.lp_pos.copy())
+    stats["free_start"] = cap - lp.weight
     if use_greedy:
-        g = greedy_positions(red, cap, use_numba=use_numba)
-        if g is not None:
-            gv = float(red.values[rows, g].sum())
-            if gv > inc_val:
-                inc_val, inc_ref = gv, ("full", g)
-    if lp.bound - inc_val <= tol:
-        return _finish(problem, red, lp_pos, inc_ref, [], [], np.zeros(0, np.int64), lp.bound, True, start,
-                       "lp-bound")
+        pos, value, room = _greedy_fill(prep, cap)
+        inc.offer_full(value, pos)
+        if inc.positions is pos:
+            stats["free_start"] = room
+    if lp.bound - inc.value <= tol:
+        return _finish(problem, prep, inc, [], [], [], lp.bound, True, start, "lp-bound", stats)
 
-    # regrets with respect to alpha
-    alpha = lp.alpha
-    u = red.weights.shape[1]
-    valid = np.arange(u)[None, :] < red.counts[:, None]
-    lag = np.where(valid, red.values - alpha * red.weights, -np.inf)
-    lag_lp = lag[rows, lp_pos]
-    lag_other = lag.copy()
-    lag_other[rows, lp_pos] = -np.inf
-    regret = np.maximum(lag_lp - lag_other.max(axis=1), 0.0)  # -inf other -> +inf regret (single item)
-    regret[lp.frac_class] = -1.0  # break class first
-    order = np.argsort(regret, kind="stable")
-    regret[lp.frac_class] = 0.0
-    # classes with a single undominated item never change: drop them from the expansion order
-    order = order[red.counts[order] > 1]
-    reg_o = regret[order]
-    k_o = order.shape[0]
-    if use_window and lp.bound - inc_val > tol:
-        win = _window_incumbent(red, lag, lag_lp, lp_pos, order, cap - lp.weight, lp.bound - inc_val)
-        if win is not None:
-            w_pos, _ = win
-            wv = float(red.values[rows, w_pos].sum())
-            if wv > inc_val and int(red.weights[rows, w_pos].sum()) <= cap:
-                inc_val, inc_ref = wv, ("full", w_pos)
-    tail = _LPTail(hull, lp.levels)
-    outside = np.ones(n, dtype=bool)
-    refresh_every = 1 if tail.n_increments <= 50_000 else 32
+    # phase 3: expand the core
+    multi = red.counts > 1
+    up_cls = np.flatnonzero(multi & np.isfinite(prep.lam_up))
+    dn_cls = np.flatnonzero(multi & np.isfinite(prep.lam_dn))
+    rg_cls = np.flatnonzero(multi)
+    lists = _Lists(up=up_cls[np.lexsort((up_cls, -prep.lam_up[up_cls]))],
+                   dn=dn_cls[np.lexsort((dn_cls, prep.lam_dn[dn_cls]))],
+                   by_regret=rg_cls[np.lexsort((rg_cls, prep.regret[rg_cls]))],
+                   in_core=np.zeros(n, dtype=bool))
+    count, step, compiled = _kernels(bool(use_numba))
+    stats["numba"] = int(compiled)
+    lag_row = red.values - alpha * red.weights  # Lagrangian values of every item (padding is ignored)
 
-    W = np.array([int(base_w.sum())], dtype=np.int64)
-    V = np.array([float(base_v.sum())], dtype=np.float64)
+    def outside_params() -> tuple[float, float, float]:
+        a, b, c = lists.head_up(), lists.head_dn(), lists.head_regret()
+        return (float(prep.lam_up[a]) if a >= 0 else 0.0, float(prep.lam_dn[b]) if b >= 0 else np.inf,
+                float(prep.regret[c]) if c >= 0 else np.inf)
+
+    W = np.array([int(prep.base_w.sum())], dtype=np.int64)
+    V = np.array([float(prep.base_v.sum())], dtype=np.float64)
+    order: list[int] = []
     parents: list[np.ndarray] = []
     items: list[np.ndarray] = []
+    hist_bytes = 0
+    tail = None
+    tail_core = 0
     proven = False
-    status_note = "core"
-    t = 0
+    note = "core"
+    xu = yu = xd = yd = _NO_TAIL
     while True:
         if W.shape[0] == 0:
-            proven = True
-            status_note = "fathomed"
+            proven, note = True, "fathomed"
             break
-        if t >= k_o:
-            proven = True
-            status_note = "exhausted"
-            break
-        lag_ub = float(np.max(V + alpha * (cap - W).astype(np.float64)))
-        if lag_ub - reg_o[t] <= inc_val + tol:
-            proven = True
-            status_note = "regret"
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            status_note = "time_limit"
-            break
-        i = int(order[t])
-        k = int(red.counts[i])
-        if W.shape[0] * k > max_states:
-            status_note = "state_limit"
-            break
-        # items whose Lagrangian loss alone closes the gap cannot be part of a better solution
-        cand = np.flatnonzero(lag_ub - (lag_lp[i] - lag[i, :k]) > inc_val + tol)
-        dw = red.weights[i, cand] - base_w[i]
-        dv = red.values[i, cand] - base_v[i]
-        k = cand.shape[0]
-        outside[i] = False
-        if t < 8 or t % refresh_every == 0:
-            tail.set_mask(outside)
-        r_next = float(reg_o[t + 1]) if t + 1 < k_o else -np.inf
-        idx_t = np.int32 if W.shape[0] < 2**31 else np.int64
-        item_t = np.int16 if u < 2**15 else np.int64
-        kernel = None
-        n_cand = W.shape[0] * k
-        if use_numba or (use_numba is None and (n_cand >= NUMBA_MIN_CANDIDATES
-                                                or (n_cand >= 2_000 and _kernel_loaded()))):
-            from lyra_solver.formulations.mckp._numba import get_step_kernel
-
-            kernel = get_step_kernel()
-        if kernel is not None:
-            nW, nV, par, itm, best_v, best_p, best_i = kernel(
-                W, V, dw.astype(np.int64), dv.astype(np.float64), cap, inc_val + tol, alpha, r_next,
-                tail.xu, tail.yu, tail.xd, tail.yd, inc_val)
-            if best_p >= 0 and best_v > inc_val:
-                inc_val = float(best_v)
-                inc_ref = ("state", t, int(best_p), int(cand[best_i]))
-            parents.append(par.astype(idx_t))
-            items.append(cand[itm].astype(item_t))
+        lam_up, lam_dn, r_next = outside_params()
+        thr = inc.value + tol
+        ub = state_bounds(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd)
+        if not order:
+            i = lp.frac_class
         else:
-            nW, nV, keep = _step_numpy(W, V, dw, dv, cap, tail, alpha, r_next, inc_val, tol)
-            if keep is None:  # incumbent improved: (value, flat index) in nV
-                inc_val, j = nW
-                inc_ref = ("state", t, j // k, int(cand[j % k]))
-                nW, nV, keep = _step_numpy(W, V, dw, dv, cap, tail, alpha, r_next, inc_val, tol,
-                                           check_incumbent=False)
-            parents.append((keep // k).astype(idx_t))
-            items.append(cand[keep % k].astype(item_t))
-        W, V = nW, nV
-        t += 1
+            if float(ub.max()) <= thr:
+                proven, note = True, "bound"
+                break
+            feas = cap >= W
+            a, b = lists.head_up(), lists.head_dn()
+            need_up = a >= 0 and bool(np.any(feas & (V + lam_up * (cap - W).astype(np.float64) > thr)))
+            need_dn = b >= 0 and bool(np.any(~feas & (V + lam_dn * (cap - W).astype(np.float64) > thr)))
+            if need_up and need_dn:
+                i = a if alpha - lam_up <= lam_dn - alpha else b
+            elif need_up or need_dn:
+                i = a if need_up else b
+            else:
+                i = a if a >= 0 else b
+                if i < 0:
+                    i = lists.head_regret()
+            if i < 0:
+                proven, note = True, "exhausted"
+                break
+        if deadline is not None and time.perf_counter() > deadline:
+            note = "time_limit"
+            break
+        # reduce the entering class only: items whose Lagrangian loss alone closes the gap are dropped
+        k_all = int(red.counts[i])
+        lag_ub = float(np.max(V + alpha * (cap - W).astype(np.float64)))
+        lag_i = lag_row[i, :k_all]
+        lag_lp_i = float(lag_row[i, lp.lp_pos[i]])
+        cand = np.flatnonzero(lag_ub - (lag_lp_i - lag_i) > thr)
+        cand = np.union1d(cand, [lp.lp_pos[i]]) if cand.shape[0] == 0 else cand
+        dw = (red.weights[i, cand] - prep.base_w[i]).astype(np.int64)
+        dv = (red.values[i, cand] - prep.base_v[i]).astype(np.float64)
+        lists.in_core[i] = True
+        order.append(i)
+        t = len(order) - 1
+        lam_up, lam_dn, r_next = outside_params()
+        S, k = W.shape[0], cand.shape[0]
+        if S * k >= TAIL_MIN_CANDIDATES and (tail is None or len(order) >= 2 * tail_core):
+            tail = _LPTail(prep.hull, lp.levels, ~lists.in_core)
+            tail_core = len(order)
+            xu, yu, xd, yd = tail.xu, tail.yu, tail.xd, tail.yd
+        if max_states is not None and S * k > max_states:
+            note = "state_limit"
+            order.pop()
+            break
+        need = hist_bytes + 16 * S + BYTES_PER_CANDIDATE * S * k
+        if need > max_bytes:
+            n_cand = count(W, V, dw, dv, cap, thr, alpha)
+            if hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
+                note = "memory_limit"
+                order.pop()
+                break
+        nW, nV, par, itm, best_v, best_p, best_j = step(W, V, dw, dv, cap, inc.value, tol, alpha, lam_up, lam_dn,
+                                                        r_next, xu, yu, xd, yd)
+        if best_p >= 0:
+            inc.offer_state(float(best_v), t, int(best_p), int(cand[best_j]))
+        idx_t = np.int32 if S < 2**31 else np.int64
+        parents.append(np.asarray(par).astype(idx_t))
+        items.append(cand[np.asarray(itm)].astype(np.int16 if red.weights.shape[1] < 2**15 else np.int64))
+        hist_bytes += parents[-1].nbytes + items[-1].nbytes
+        W, V = np.asarray(nW), np.asarray(nV)
+        stats["states"] += int(W.shape[0])
+        stats["max_states"] = max(stats["max_states"], int(W.shape[0]))
+        stats["candidates"] += S * k
+    stats["classes"] = len(order)
 
+    # phase 4: the bound when stopped early
     if proven:
-        bound = inc_val
+        bound = inc.value
     else:
-        open_ub = -np.inf
-        if W.shape[0]:
-            ub_open = tail.bound(W, V, cap)
-            if t < k_o:
-                np.minimum(ub_open, V + alpha * (cap - W).astype(np.float64) - reg_o[t], out=ub_open)
-            open_ub = float(np.max(ub_open))
-        bound = min(lp.bound, max(inc_val, open_ub))
-        bound = max(bound, inc_val)
-    return _finish(problem, red, lp_pos, inc_ref, parents, items, order, bound, proven, start, status_note)
+        lam_up, lam_dn, r_next = outside_params()
+        open_ub = float(np.max(state_bounds(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd))) \
+            if W.shape[0] else -np.inf
+        bound = max(inc.value, min(lp.bound, open_ub))
+    return _finish(problem, prep, inc, order, parents, items, bound, proven, start, note, stats)
 
 
-def _finish(problem: MCKPProblem, red, lp_pos: np.ndarray, inc_ref: tuple, parents: list[np.ndarray],
-            items: list[np.ndarray], order: np.ndarray, bound: float, proven: bool, start: float,
-            note: str) -> MCKPResult:
-    """Rebuild the incumbent's choice from the stored parent links and assemble the result."""
-    n = problem.n_classes
-    rows = np.arange(n)
-    if inc_ref[0] == "full":
-        pos = np.asarray(inc_ref[1], dtype=np.int64).copy()
+def _finish(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, order: list[int], parents: list[np.ndarray],
+            items: list[np.ndarray], bound: float, proven: bool, start: float, note: str,
+            stats: dict[str, int]) -> MCKPResult:
+    """Phase 5: rebuild the incumbent's choice from the parent links and assemble the result."""
+    red = prep.red
+    rows = np.arange(problem.n_classes)
+    if inc.positions is not None:
+        pos = np.asarray(inc.positions, dtype=np.int64).copy()
     else:
-        _, t, parent, item = inc_ref
-        pos = lp_pos.copy()
-        pos[order[t]] = item
-        idx = parent
-        for s in range(t - 1, -1, -1):
+        pos = prep.lp.lp_pos.copy()
+        pos[order[inc.step]] = inc.item
+        idx = inc.parent
+        for s in range(inc.step - 1, -1, -1):
             pos[order[s]] = int(items[s][idx])
             idx = int(parents[s][idx])
     choice = red.items[rows, pos]
     if proven:
-        # proven (to tol; exactly for integral values): the optimum is the incumbent's value
         bound = float(red.values[rows, pos].sum())
-    return make_result(problem, choice, bound, proven=proven, start=start, method="core", backend_status=note)
+    return make_result(problem, choice, bound, proven=proven, start=start, method="core", backend_status=note,
+                       stats=stats)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from lyra_solver.bench.mckp_bench import main
 from lyra_solver.bench.mckp_instances import PISINGER_KINDS, cluster, pisinger, pisinger_capacity
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.mckp import solve_mckp
@@ -67,16 +66,3 @@ def test_cluster_instances_solve_optimally() -> None:
     assert exact.status is Status.OPTIMAL
     assert exact.objective == pytest.approx(dp.objective, rel=1e-9)
 
-
-def test_bench_quick_prints_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--quick", "--cases", "a,pisinger", "--time-limit", "2", "--num-workers", "1"]) == 0
-    out = capsys.readouterr().out
-    assert "| case | instance | method |" in out
-    assert out.count("| a |") == 6  # auto, greedy, hull, dp, highs, cpsat
-    assert out.count("| pisinger |") == 2 * len(PISINGER_KINDS)
-    assert "refused" not in out
-
-
-def test_bench_rejects_unknown_case(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--cases", "zzz"]) == 2
-    assert "zzz" in capsys.readouterr().err

@@ -1,8 +1,8 @@
-"""Reclamation benchmark and instance generators: deterministic, realistic, runnable."""
+"""Reclamation instance generators (deterministic, realistic) and the reclaim suite of the harness on them."""
 from __future__ import annotations
 
 import numpy as np
-from lyra_solver.bench.reclaim_bench import main, run_instance
+from lyra_solver.bench.harness import Config, annotate
 from lyra_solver.bench.reclaim_instances import (
     alibaba_load_curve,
     default_qps_path,
@@ -10,7 +10,19 @@ from lyra_solver.bench.reclaim_instances import (
     reclaim_events,
     with_count,
 )
+from lyra_solver.bench.suites import reclaim as suite
 from lyra_solver.formulations import Status
+
+
+def run_instance(problem, methods=("cpsat", "cbc")):
+    """Every method of the reclaim suite on one problem: annotated rows by method."""
+    cfg = Config(time_limit=60.0)
+    rows = []
+    for m in [*methods, *suite.HEURISTICS]:
+        out = suite.solve((problem, 0), m, cfg)
+        rows.append({"suite": "reclaim", "group": "g", "instance": "i", "size": 1, "method": m, "status": out.status,
+                     "objective": out.objective, "bound": out.bound, "time_s": 1.0, "note": ""})
+    return {r["method"]: r for r in annotate(rows, suite.SUITE)}
 
 
 def test_generator_is_deterministic_and_consistent():
@@ -62,28 +74,13 @@ def test_real_load_curve_is_read():
     assert ev.size > 0 and (ev >= 1).all() and (ev <= 100).all()
 
 
-def test_run_instance_gaps_are_nonnegative():
+def test_suite_gaps_are_nonnegative_and_exact_methods_agree():
     p = with_count(generate_cluster(60, 2).problem, 9)
-    row = run_instance(p, methods=("cpsat", "cbc"), time_limit=None)
-    assert row.exact["cpsat"].status == Status.OPTIMAL
-    assert row.exact["cbc"].objective == row.exact["cpsat"].objective or abs(
-        row.exact["cbc"].objective - row.exact["cpsat"].objective) < 1e-6
-    assert set(row.gaps) == {"greedy", "fewest-jobs", "random"}
-    assert all(g >= -1e-9 for g in row.gaps.values())
-
-
-def test_quick_run_prints_tables(capsys, tmp_path):
-    out = tmp_path / "r.md"
-    assert main(["--quick", "--quiet", "--methods", "cpsat", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "### Generated clusters" in text and "| 100 |" in text and "greedy gap %" in text
-    assert out.read_text().strip() == text.strip()
-
-
-def test_bad_usage_returns_2(capsys):
-    assert main(["--methods", "simplex"]) == 2
-    assert main(["--sizes", "ten"]) == 2
-    assert main(["--bogus"]) == 2
+    rows = run_instance(p)
+    assert rows["cpsat"]["status"] == Status.OPTIMAL and rows["cbc"]["status"] == Status.OPTIMAL
+    assert abs(rows["cbc"]["objective"] - rows["cpsat"]["objective"]) < 1e-6
+    assert rows["cpsat"]["gap"] == 0.0 and rows["cbc"]["gap"] == 0.0
+    assert all(rows[h]["gap"] >= 0.0 for h in suite.HEURISTICS)
 
 
 def test_scattered_stress_generator():
@@ -97,5 +94,5 @@ def test_scattered_stress_generator():
     assert (on >= 1).all() and (on <= p.job_workers).all()
     assert (p.job_min >= 1).all() and (p.job_min <= p.job_workers).all()
     assert len(set(zip(p.host_job.tolist(), p.host_server.tolist(), strict=True))) == p.host_job.size
-    row = run_instance(p, methods=("cpsat",), time_limit=None)
-    assert row.exact["cpsat"].status == Status.OPTIMAL and row.gaps["greedy"] >= -1e-9
+    rows = run_instance(p, methods=("cpsat",))
+    assert rows["cpsat"]["status"] == Status.OPTIMAL and rows["greedy"]["gap"] >= 0.0

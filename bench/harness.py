@@ -1,0 +1,885 @@
+"""The benchmark harness: optimality gaps and speed of every method of every family, in one run.
+
+``lyra-solver bench SUITE... [--quick] [--out DIR] [--jobs N] [--backend local|ray] [--seed S]`` runs the named
+suites (``mckp``, ``reclaim``, ``placement``, ``decide``, ``all``, and whatever :data:`SUITES` registers) and
+prints markdown tables; ``--out DIR`` also writes ``DIR/results.json`` (every row and the machine's metadata) and
+PNG plots (solve time against size on log-log axes per method; the CDF of the gap of each heuristic).
+
+A *suite* (:class:`Suite`) is declared once, in its own module under ``lyra_solver.bench.suites``: its methods
+(taken from the family's registry, so that a new method joins every table of its family without touching the
+harness), its instances (plain, JSON-able specifications: a worker process or a Ray task rebuilds the instance
+from the specification), one function that solves a built instance with a method and returns an
+:class:`Outcome`, and its speed targets. The harness does the rest, the same way for every family:
+
+* one *task* per (instance, method); tasks run in order, in this process (``--jobs 1``), in ``N`` local
+  processes (``--jobs N``) or on Ray (``--backend ray``), and come back as the same rows whichever ran them
+  (timings aside): see :func:`map_tasks`, which the simulator reuses;
+* time: one untimed warm-up call, then the median of ``--repeat`` timed calls; a call slower than
+  :data:`SLOW_S` is timed once (its warm-up is the measurement: first-call costs are negligible against it);
+* per instance: the best proven bound across methods (the tightest bound in the objective's direction, an
+  optimal objective being its own bound), every method's gap to it, and its speed-up against each reference
+  solver measured in the same run (``reference time / method time``; ``>=`` where the reference stopped at a
+  limit);
+* a result's ``stats`` mapping (e.g. state counts of the MCKP core) and the suite's extra figures become columns.
+
+Gaps are ``(best bound - objective) / max(1, |best bound|)`` for a maximisation and
+``(objective - best bound) / max(1, |best bound|)`` for a minimisation: the relative distance to the best
+proven bound, 0 when the method matched a proven optimum.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import logging
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SUITES", "Config", "Instance", "Method", "Outcome", "Suite", "Target", "main", "map_tasks",
+           "outcome_of", "run_suites", "register_suite"]
+
+log = logging.getLogger(__name__)
+
+#: Name of every suite -> "module:attribute" of its :class:`Suite` (imported when the suite runs). One line
+#: registers a suite; ``all`` runs every one of them, in this order.
+SUITES: dict[str, str] = {
+    "mckp": "lyra_solver.bench.suites.mckp:SUITE",
+    "reclaim": "lyra_solver.bench.suites.reclaim:SUITE",
+    "placement": "lyra_solver.bench.suites.placement:SUITE",
+    "decide": "lyra_solver.bench.suites.decide:SUITE",
+}
+
+#: Calls slower than this many seconds are timed once (the warm-up is the measurement).
+SLOW_S = 1.0
+#: Format tag of ``results.json``.
+RESULTS_FORMAT = "lyra-solver-bench/1"
+SCALES = ("tiny", "quick", "full")
+
+
+def register_suite(name: str, target: str) -> None:
+    """Register a suite: ``name`` -> ``"module:attribute"`` of a :class:`Suite` (the one-line way)."""
+    SUITES[name] = target
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The declarations a suite makes
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method of a family, as the tables show it.
+
+    Attributes
+    ----------
+    name : str
+        As the family's front door names it.
+    kind : {"exact", "heuristic"}
+        Exact methods prove their answers (within their limits); heuristics get a gap CDF.
+    reference : bool
+        A reference solver (a third-party solver the others are compared with): every row gets its speed-up
+        against each reference measured on the same instance.
+    """
+
+    name: str
+    kind: str = "exact"
+    reference: bool = False
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One instance, as a specification that a worker rebuilds (JSON-able, so it travels to any backend).
+
+    Attributes
+    ----------
+    group : str
+        The table the instance belongs to.
+    name : str
+        Unique within its suite.
+    size : float
+        The x axis of the time plot (e.g. classes x items, servers).
+    spec : dict
+        Passed to the suite's ``build``; plain JSON values.
+    methods : tuple of str, optional
+        The methods that run on it (default: every method of the suite).
+    """
+
+    group: str
+    name: str
+    size: float
+    spec: dict
+    methods: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a suite reports of one solve (the harness adds the time).
+
+    ``objective`` and ``bound`` are plain floats in the suite's direction (``sense``); ``stats`` are the
+    result's own counters (shown as columns); ``extra`` are the suite's further figures (columns too).
+    """
+
+    status: str
+    objective: float | None = None
+    bound: float | None = None
+    backend_status: str = ""
+    stats: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A speed or quality target of an issue, judged from the rows of a run.
+
+    ``judge(rows, config)`` returns ``(verdict, detail)``, the verdict one of ``met``, ``not met``,
+    ``not measured here``.
+    """
+
+    issue: int
+    text: str
+    judge: Callable[[list[dict], dict], tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings of a run (everything a task needs besides its instance and method)."""
+
+    scale: str = "full"
+    seed: int = 0
+    repeat: int = 3
+    time_limit: float = 60.0
+    threads: int = 1
+    options: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A family's benchmark, declared in one place.
+
+    Attributes
+    ----------
+    name : str
+    title : str
+        Section title of the tables.
+    sense : {"max", "min"}
+        Direction of the objective.
+    methods : callable () -> list of Method
+        The family's methods (read from its registry).
+    instances : callable (Config) -> list of Instance
+    build : callable (spec) -> problem
+        Rebuilds an instance from its specification (cached per process).
+    solve : callable (problem, method, Config) -> Outcome
+    targets : tuple of Target
+    detail_groups : callable (group) -> bool
+        Whether a group gets a row per instance (else one summary row per method).
+    time_plot_groups : tuple of str, optional
+        The groups of the time-against-size plot (default all: instances of one family make a readable line).
+    notes : str
+        Markdown printed under the suite's tables.
+    """
+
+    name: str
+    title: str
+    sense: str
+    methods: Callable[[], list[Method]]
+    instances: Callable[[Config], list[Instance]]
+    build: Callable[[dict], Any]
+    solve: Callable[[Any, str, Config], Outcome]
+    targets: tuple[Target, ...] = ()
+    detail_groups: Callable[[str], bool] = lambda group: False
+    time_plot_groups: tuple[str, ...] | None = None
+    notes: str = ""
+
+
+def outcome_of(result: Any, *, extra: dict | None = None, note: str = "") -> Outcome:
+    """The :class:`Outcome` of a family's result (any object with the shared result fields).
+
+    ``status``, ``objective``, ``bound`` and ``backend_status`` are read as they are; a ``stats`` mapping
+    (when the result has one) becomes the outcome's stats.
+    """
+    stats = getattr(result, "stats", None)
+    if dataclasses.is_dataclass(stats) and not isinstance(stats, type):
+        stats = dataclasses.asdict(stats)
+    elif stats is not None and not hasattr(stats, "items") and hasattr(stats, "__struct_fields__"):  # msgspec
+        stats = {k: getattr(stats, k) for k in stats.__struct_fields__}
+    stats = dict(stats.items()) if hasattr(stats, "items") else {}
+    obj = getattr(result, "objective", None)
+    bound = getattr(result, "bound", None)
+    return Outcome(status=str(getattr(result, "status", "unknown")),
+                   objective=None if obj is None else float(obj),
+                   bound=None if bound is None else float(bound),
+                   backend_status=str(getattr(result, "backend_status", "") or ""),
+                   stats={str(k): _plain(v) for k, v in stats.items()}, extra=dict(extra or {}), note=note)
+
+
+def _plain(v: Any) -> Any:
+    """A JSON value for numpy scalars and the like."""
+    if isinstance(v, bool | int | float | str) or v is None:
+        return v
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return int(f) if f.is_integer() and abs(f) < 2**53 else f
+
+
+def load_suite(name: str) -> Suite:
+    """The registered suite ``name`` (imports its module)."""
+    if name not in SUITES:
+        raise KeyError(name)
+    module, _, attr = SUITES[name].partition(":")
+    return getattr(importlib.import_module(module), attr or "SUITE")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Parallel map: local processes or Ray
+
+
+def map_tasks(fn: Callable[[Any], Any], args_list: Sequence[Any], *, jobs: int = 1, backend: str = "local",
+              address: str | None = None, progress: Callable[[int], None] | None = None) -> list[Any]:
+    """``[fn(a) for a in args_list]``, in parallel, results in the order of ``args_list``.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (it is pickled by reference: local processes and Ray workers import it).
+    args_list : sequence
+        One argument per call (picklable).
+    jobs : int
+        ``backend="local"``: processes (1 runs every call in this process, in order). ``backend="ray"``:
+        CPUs of the local Ray started when none is running and no ``address`` is given.
+    backend : {"local", "ray"}
+    address : str, optional
+        Ray cluster address (``ray.init(address=...)``); default: a running Ray, else a local one.
+    progress : callable (int) -> None, optional
+        Called with the number of calls finished since the last call (a progress bar's ``update``).
+
+    Returns
+    -------
+    list
+        The results, in input order; an exception of any call is raised here.
+
+    Notes
+    -----
+    Local processes start with ``spawn`` (no state inherited from this process: the same rows as a
+    sequential run). Ray is imported only here (optional extra ``ray``).
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs: must be >= 1, got {jobs}")
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend: expected 'local' or 'ray', got {backend!r}")
+    tick = progress or (lambda n: None)
+    items = list(args_list)
+    if backend == "ray":
+        return _map_ray(fn, items, jobs=jobs, address=address, tick=tick)
+    if jobs == 1 or len(items) <= 1:
+        out = []
+        for a in items:
+            out.append(fn(a))
+            tick(1)
+        return out
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    results: list[Any] = [None] * len(items)
+    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(items)), mp_context=mp.get_context("spawn")) as pool:
+        futures = {pool.submit(fn, a): i for i, a in enumerate(items)}
+        for fut in cf.as_completed(futures):
+            results[futures[fut]] = fut.result()
+            tick(1)
+    return results
+
+
+def _map_ray(fn, items: list, *, jobs: int, address: str | None, tick) -> list:
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError("--backend ray needs the optional extra 'ray' (pip install 'lyra-solver[ray]')") from exc
+    started = False
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=jobs, include_dashboard=False, log_to_driver=False)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(fn)
+        refs = [remote.remote(a) for a in items]
+        index = {r: i for i, r in enumerate(refs)}
+        results: list[Any] = [None] * len(items)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for r in done:
+                results[index[r]] = ray.get(r)
+                tick(1)
+        return results
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One task: warm-up, repeats, median
+
+
+@lru_cache(maxsize=4)
+def _built(suite_name: str, spec_json: str) -> Any:
+    return load_suite(suite_name).build(json.loads(spec_json))
+
+
+_PRIMED: set[tuple[str, str]] = set()
+
+
+def _prime(suite: Suite, method: str, cfg: Config) -> None:
+    """Once per process and method: solve the suite's first tiny instance, untimed, so that lazy imports and
+    compilations (OR-Tools, PuLP, numba) are not charged to the first instance measured."""
+    if (suite.name, method) in _PRIMED:
+        return
+    _PRIMED.add((suite.name, method))
+    try:
+        tiny = suite.instances(Config(scale="tiny", time_limit=min(cfg.time_limit, 5.0)))
+        for inst in tiny:
+            if inst.methods is None or method in inst.methods:
+                suite.solve(suite.build(inst.spec), method, dataclasses.replace(cfg, time_limit=5.0))
+                return
+    except Exception as exc:  # noqa: BLE001 - priming is best effort; the measured call reports errors
+        log.debug("priming %s/%s failed: %s", suite.name, method, exc)
+
+
+def run_task(task: tuple[str, dict, str, dict]) -> dict:
+    """Solve one instance with one method (warm-up, then the median of the repeats); a row without gaps.
+
+    ``task`` is ``(suite name, instance as a dict, method, config as a dict)``; module-level so that any
+    backend can run it.
+    """
+    suite_name, inst, method, cfg_dict = task
+    cfg = Config(**cfg_dict)
+    suite = load_suite(suite_name)
+    spec_json = json.dumps(inst["spec"], sort_keys=True)
+    row: dict[str, Any] = {"suite": suite_name, "group": inst["group"], "instance": inst["name"],
+                           "size": inst["size"], "method": method}
+    try:
+        problem = _built(suite_name, spec_json)
+    except Exception as exc:  # noqa: BLE001 - a generator failing is a row, not a crash of the sweep
+        return {**row, "status": "error", "note": f"build: {type(exc).__name__}: {exc}", "times_s": [],
+                "time_s": None, "objective": None, "bound": None, "backend_status": "", "stats": {}, "extra": {}}
+
+    _prime(suite, method, cfg)
+
+    def once() -> tuple[Outcome, float]:
+        t0 = time.perf_counter()
+        try:
+            out = suite.solve(problem, method, cfg)
+        except ImportError as exc:
+            out = Outcome(status="unavailable", note=f"{type(exc).__name__}: {exc}")
+        except (ValueError, MemoryError, RuntimeError) as exc:
+            out = Outcome(status="refused", note=f"{type(exc).__name__}: {exc}")
+        return out, time.perf_counter() - t0
+
+    first, t_first = once()
+    failed = first.status in ("unavailable", "refused", "error")
+    if failed or t_first >= SLOW_S or cfg.repeat <= 0:
+        runs, repeats = [(first, t_first)], 0  # the warm-up is the measurement
+    else:
+        runs = [once() for _ in range(cfg.repeat)]
+        repeats = len(runs)
+    times = [t for _, t in runs]
+    med = statistics.median(times)
+    # the outcome of the run whose time is the median (the lower middle for an even count)
+    chosen = sorted(runs, key=lambda r: r[1])[(len(runs) - 1) // 2][0]
+    log.info("%s | %s | %s: %s in %.4f s %s", suite_name, inst["name"], method, chosen.status, med, chosen.note)
+    return {**row, "status": chosen.status, "objective": chosen.objective, "bound": chosen.bound,
+            "backend_status": chosen.backend_status, "time_s": med, "times_s": times,
+            "repeats": repeats,
+            "stats": chosen.stats, "extra": chosen.extra, "note": chosen.note}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Best bound, gaps, ratios
+
+
+def _tol(x: float) -> float:
+    return 1e-6 * max(1.0, abs(x))
+
+
+def best_bound(rows: list[dict], sense: str) -> float | None:
+    """The tightest proven bound of one instance's rows (an optimal objective is its own bound)."""
+    cands = []
+    for r in rows:
+        if r.get("bound") is not None and math.isfinite(r["bound"]):
+            cands.append(r["bound"])
+        if r.get("status") == "optimal" and r.get("objective") is not None:
+            cands.append(r["objective"])
+    if not cands:
+        return None
+    return min(cands) if sense == "max" else max(cands)
+
+
+def gap_to(objective: float | None, bound: float | None, sense: str) -> float | None:
+    """Relative distance of ``objective`` to ``bound`` in the objective's direction (0 at the bound)."""
+    if objective is None or bound is None:
+        return None
+    diff = (bound - objective) if sense == "max" else (objective - bound)
+    g = diff / max(1.0, abs(bound))
+    return 0.0 if abs(diff) <= _tol(bound) else g
+
+
+def annotate(rows: list[dict], suite: Suite) -> list[dict]:
+    """Add ``best_bound``, ``gap`` and the speed-ups against the references to every row (new dicts).
+
+    A row whose objective passes the best bound by more than the tolerance is flagged in ``note`` (an
+    exact method or a bound is wrong).
+    """
+    refs = [m.name for m in suite.methods() if m.reference]
+    kinds = {m.name: m.kind for m in suite.methods()}
+    by_inst: dict[str, list[dict]] = {}
+    for r in rows:
+        by_inst.setdefault(r["instance"], []).append(r)
+    out = []
+    for r in rows:
+        peers = by_inst[r["instance"]]
+        bb = best_bound(peers, suite.sense)
+        gap = gap_to(r.get("objective"), bb, suite.sense) if r.get("status") in ("optimal", "feasible") else None
+        note = r.get("note", "")
+        if gap is not None and gap < 0:
+            note = (note + "; " if note else "") + "objective passes the best bound"
+        speedups = {}
+        for ref in refs:
+            rr = next((p for p in peers if p["method"] == ref), None)
+            if rr is None or rr is r or rr.get("time_s") is None or not r.get("time_s"):
+                continue
+            if rr["status"] in ("unavailable", "refused", "error"):
+                continue
+            speedups[ref] = {"ratio": rr["time_s"] / max(r["time_s"], 1e-9),
+                             "at_least": rr["status"] != "optimal"}
+        out.append({**r, "kind": kinds.get(r["method"], "exact"), "best_bound": bb, "gap": gap,
+                    "speedup": speedups, "note": note})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Running suites
+
+
+def plan(suite: Suite, cfg: Config) -> list[tuple[str, dict, str, dict]]:
+    """The tasks of a suite in their fixed order: instances in order, methods in registry order."""
+    names = [m.name for m in suite.methods()]
+    tasks = []
+    for inst in suite.instances(cfg):
+        meths = names if inst.methods is None else [m for m in names if m in inst.methods]
+        d = dataclasses.asdict(inst)
+        for m in meths:
+            tasks.append((suite.name, d, m, cfg.as_dict()))
+    return tasks
+
+
+def run_suites(names: Iterable[str], cfg: Config, *, jobs: int = 1, backend: str = "local",
+               address: str | None = None, progress: bool = True) -> dict[str, list[dict]]:
+    """Run the suites and return their annotated rows, by suite name (same rows on every backend)."""
+    suites = [load_suite(n) for n in names]
+    tasks: list[tuple] = []
+    for s in suites:
+        tasks.extend(plan(s, cfg))
+    bar = _progress_bar(len(tasks), progress)
+    try:
+        raw = map_tasks(run_task, tasks, jobs=jobs, backend=backend, address=address,
+                        progress=None if bar is None else bar.update)
+    finally:
+        if bar is not None:
+            bar.close()
+    out: dict[str, list[dict]] = {}
+    for s in suites:
+        out[s.name] = annotate([r for r in raw if r["suite"] == s.name], s)
+    return out
+
+
+def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="bench", unit="task", file=sys.stderr, leave=False)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Machine metadata
+
+
+def machine() -> dict:
+    """CPU, Python, OS and the versions of the libraries that the methods use."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    libs = {}
+    for dist in ("lyra-solver", "numpy", "scipy", "ortools", "pulp", "msgspec", "numba", "highspy", "matplotlib",
+                 "ray", "torch"):
+        try:
+            from importlib.metadata import version
+
+            libs[dist] = version(dist)
+        except Exception:  # noqa: BLE001 - not installed
+            continue
+    return {"cpu": cpu, "cores": os.cpu_count(), "machine": platform.machine(),
+            "python": platform.python_version(), "implementation": platform.python_implementation(),
+            "os": f"{platform.system()} {platform.release()}", "libraries": libs}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tables
+
+
+def _num(x: float | None, digits: int = 6) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) < 1e15):
+        return f"{int(x)}"
+    return f"{x:.{digits}g}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100.0 * x:.3g}%"
+
+
+def _secs(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x < 0.001:
+        return f"{x:.2g}"
+    return f"{x:.4f}" if x < 0.1 else f"{x:.3f}" if x < 10 else f"{x:.1f}"
+
+
+def _ratio(s: dict | None) -> str:
+    if not s:
+        return "-"
+    return (">=" if s["at_least"] else "") + (f"{s['ratio']:.1f}x" if s["ratio"] < 100 else f"{s['ratio']:.0f}x")
+
+
+def _table(header: list[str], lines: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "/") for c in cells) + " |" for cells in lines]
+    return "\n".join(out)
+
+
+def _columns(rows: list[dict], key: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for r in rows:
+        for k in r.get(key) or {}:
+            seen.setdefault(k, None)
+    return list(seen)
+
+
+def detail_table(rows: list[dict], refs: list[str]) -> str:
+    """One line per (instance, method)."""
+    stats, extra = _columns(rows, "stats"), _columns(rows, "extra")
+    header = (["instance", "method", "status", "objective", "best bound", "gap", "time s"]
+              + [f"vs {r}" for r in refs] + extra + stats)
+    lines = []
+    for r in rows:
+        status = r["status"] + (f" ({r['backend_status']})" if r.get("backend_status") else "")
+        if r.get("note"):
+            status += f" [{r['note'][:80]}]"
+        lines.append([r["instance"], r["method"], status, _num(r.get("objective"), 10), _num(r.get("best_bound"), 10),
+                      _pct(r.get("gap")), _secs(r.get("time_s"))]
+                     + [_ratio(r["speedup"].get(ref)) if r["method"] != ref else "-" for ref in refs]
+                     + [_num((r.get("extra") or {}).get(k), 4) for k in extra]
+                     + [_num((r.get("stats") or {}).get(k), 4) for k in stats])
+    return _table(header, lines)
+
+
+def _dist(values: list[float], fmt: Callable[[float], str]) -> str:
+    if not values:
+        return "-"
+    s = sorted(values)
+    p95 = s[min(len(s) - 1, math.ceil(0.95 * len(s)) - 1)]
+    return f"{fmt(statistics.median(s))} / {fmt(p95)} / {fmt(s[-1])}"
+
+
+def summary_table(rows: list[dict], refs: list[str], methods: list[str]) -> str:
+    """One line per method over a group of instances: statuses, gap and time distributions, speed-ups."""
+    stats, extra = _columns(rows, "stats"), _columns(rows, "extra")
+    header = (["method", "instances", "optimal / feasible / other", "gap % (median / p95 / worst)",
+               "time s (median / p95 / max)"] + [f"vs {r} (median)" for r in refs]
+              + [f"{k} (mean)" for k in extra + stats])
+    lines = []
+    for m in methods:
+        rs = [r for r in rows if r["method"] == m]
+        if not rs:
+            continue
+        n_opt = sum(r["status"] == "optimal" for r in rs)
+        n_feas = sum(r["status"] == "feasible" for r in rs)
+        gaps = [r["gap"] for r in rs if r.get("gap") is not None]
+        times = [r["time_s"] for r in rs if r.get("time_s") is not None]
+        cells = [m, str(len(rs)), f"{n_opt} / {n_feas} / {len(rs) - n_opt - n_feas}",
+                 _dist(gaps, lambda g: f"{100 * g:.3g}"), _dist(times, _secs)]
+        for ref in refs:
+            rat = [r["speedup"][ref] for r in rs if ref in r["speedup"] and m != ref]
+            if not rat:
+                cells.append("-")
+                continue
+            med = statistics.median([x["ratio"] for x in rat])
+            cells.append(_ratio({"ratio": med, "at_least": any(x["at_least"] for x in rat)}))
+        for key, k in [("extra", k) for k in extra] + [("stats", k) for k in stats]:
+            vals = [float(r[key][k]) for r in rs if isinstance((r.get(key) or {}).get(k), int | float)]
+            cells.append(_num(statistics.fmean(vals), 4) if vals else "-")
+        lines.append(cells)
+    return _table(header, lines)
+
+
+def suite_tables(suite: Suite, rows: list[dict]) -> str:
+    """The markdown of one suite: a table per group (detail or summary, as the suite says), then its notes."""
+    refs = [m.name for m in suite.methods() if m.reference]
+    methods = [m.name for m in suite.methods()]
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(r["group"], []).append(r)
+    parts = [f"## {suite.title}\n"]
+    for group, rs in groups.items():
+        present = [ref for ref in refs if any(r["method"] == ref for r in rs)]
+        n_inst = len({r["instance"] for r in rs})
+        parts.append(f"### {group} ({n_inst} instance{'s' if n_inst != 1 else ''})\n")
+        parts.append(detail_table(rs, present) if suite.detail_groups(group) else summary_table(rs, present, methods))
+        parts.append("")
+    if suite.notes:
+        parts.append(suite.notes.strip() + "\n")
+    return "\n".join(parts)
+
+
+def judge_targets(suites: list[Suite], rows: dict[str, list[dict]], config: dict) -> list[dict]:
+    """Every target of the suites that ran, judged on this run's rows."""
+    out = []
+    for s in suites:
+        for t in s.targets:
+            try:
+                verdict, detail = t.judge(rows.get(s.name, []), config)
+            except Exception as exc:  # noqa: BLE001 - a judge failing must not lose the run
+                verdict, detail = "not measured here", f"judge failed: {type(exc).__name__}: {exc}"
+            out.append({"issue": t.issue, "target": t.text, "verdict": verdict, "detail": detail, "suite": s.name})
+    return out
+
+
+def targets_table(targets: list[dict]) -> str:
+    lines = [[f"#{t['issue']}", t["target"], t["verdict"], t["detail"]] for t in targets]
+    return _table(["issue", "target", "verdict", "measured"], lines)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Command line
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (no usage dump)
+        raise _UsageError(message)
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (x >= 0) or math.isinf(x):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return x
+
+
+def _pos_int(text: str) -> int:
+    try:
+        x = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if x < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return x
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        x = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return x
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="lyra-solver bench",
+                description="Optimality gaps and speed of every method: markdown tables, results.json, plots.",
+                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("suites", nargs="+", metavar="SUITE", help=f"suites: {', '.join(SUITES)} or all")
+    p.add_argument("--quick", action="store_true", help="small sizes and short limits (BENCHMARKS.md --quick)")
+    p.add_argument("--out", type=Path, default=None, help="write results.json and PNG plots into this folder")
+    p.add_argument("--report", type=Path, default=None,
+                   help="also write a BENCHMARKS.md-style report (plots copied beside it under docs/bench/)")
+    p.add_argument("--plots", type=Path, default=None,
+                   help="with --report: where its plots go (default docs/bench beside the report)")
+    p.add_argument("--jobs", "-j", dest="jobs", default=None,
+                   help="parallel processes (Ray: CPUs of a local Ray); with --servers, the snapshot's job count "
+                        "(as in `lyra-solver generate`): then give parallelism as --processes")
+    p.add_argument("--processes", type=_pos_int, default=None, help="parallel processes (same as --jobs)")
+    p.add_argument("--backend", choices=["local", "ray"], default="local", help="where the tasks run")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: a local Ray)")
+    p.add_argument("--seed", type=_nonneg_int, default=0, help="added to every instance's seed")
+    p.add_argument("--repeat", type=_nonneg_int, default=None,
+                   help="timed runs after the warm-up (median reported); default 3, 1 with --quick")
+    p.add_argument("--time-limit", type=_nonneg_float, default=None,
+                   help="seconds per exact solve (default 60, 5 with --quick)")
+    p.add_argument("--threads", type=_pos_int, default=None,
+                   help="threads of multi-threaded solvers (CP-SAT workers); default min(8, CPUs)")
+    p.add_argument("--servers", type=_pos_int, default=None,
+                   help="decide: one generated snapshot of this many 8-GPU servers (with --jobs M jobs)")
+    p.add_argument("--gpus", type=_pos_int, default=8, help="decide: GPUs per server of --servers")
+    p.add_argument("--running-share", type=float, default=0.5, help="decide: share of running jobs of --servers")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no log lines")
+    p.add_argument("-v", "--verbose", action="store_true", help="log each task")
+    return p
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], Config, int]:
+    """Parse and check the arguments; raises :class:`_UsageError` with one line on bad usage."""
+    args = build_parser().parse_args(argv)
+    names: list[str] = []
+    for s in args.suites:
+        if s == "all":
+            names.extend(n for n in SUITES if n not in names)
+        elif s in SUITES:
+            if s not in names:
+                names.append(s)
+        else:
+            raise _UsageError(f"unknown suite {s!r}; expected one of {', '.join([*SUITES, 'all'])}")
+    snapshot_jobs = None
+    jobs = args.processes
+    if args.jobs is not None:
+        try:
+            jv = int(args.jobs)
+        except ValueError:
+            raise _UsageError(f"--jobs: not an integer: {args.jobs!r}") from None
+        if args.servers is not None:
+            if jv < 0:
+                raise _UsageError(f"--jobs: the snapshot's job count must be >= 0, got {jv}")
+            snapshot_jobs = jv
+        else:
+            if jv < 1:
+                raise _UsageError(f"--jobs: must be >= 1, got {jv}")
+            jobs = jv
+    if args.servers is not None and "decide" not in names:
+        raise _UsageError("--servers: only the decide suite takes a snapshot size")
+    if not (0.0 <= args.running_share <= 1.0):
+        raise _UsageError(f"--running-share: must be in [0, 1], got {args.running_share}")
+    scale = "quick" if args.quick else "full"
+    options: dict[str, Any] = {}
+    if args.servers is not None:
+        options["decide_size"] = {"servers": args.servers, "jobs": 5000 if snapshot_jobs is None else snapshot_jobs,
+                                  "gpus": args.gpus, "running_share": args.running_share}
+    cfg = Config(scale=scale, seed=args.seed,
+                 repeat=args.repeat if args.repeat is not None else (1 if args.quick else 3),
+                 time_limit=args.time_limit if args.time_limit is not None else (5.0 if args.quick else 60.0),
+                 threads=args.threads or min(8, os.cpu_count() or 1), options=options)
+    return args, names, cfg, jobs or 1
+
+
+def run_and_write(names: list[str], cfg: Config, *, jobs: int, backend: str, address: str | None,
+                  out: Path | None, progress: bool, command: str) -> tuple[str, dict]:
+    """Run, format and (with ``out``) write results.json and plots; returns (markdown, results document)."""
+    t0 = time.perf_counter()
+    rows = run_suites(names, cfg, jobs=jobs, backend=backend, address=address, progress=progress)
+    wall = time.perf_counter() - t0
+    suites = [load_suite(n) for n in names]
+    config = {**cfg.as_dict(), "suites": names, "jobs": jobs, "backend": backend, "wall_s": wall}
+    targets = judge_targets(suites, rows, config)
+    doc = {"format": RESULTS_FORMAT, "command": command, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "machine": machine(), "config": config, "targets": targets,
+           "rows": [r for n in names for r in rows[n]]}
+    parts = [f"Command: `{command}` ({len(doc['rows'])} rows, {wall:.0f} s wall on "
+             f"{doc['machine']['cores']} cores; time limit {cfg.time_limit:g} s, seed {cfg.seed}, "
+             f"repeats {cfg.repeat}, backend {backend}, jobs {jobs})\n"]
+    for s in suites:
+        parts.append(suite_tables(s, rows[s.name]))
+    if targets:
+        parts.append("## Targets\n")
+        parts.append(targets_table(targets))
+    text = "\n".join(parts)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        from lyra_solver.bench.plots import write_plots
+
+        doc["plots"], note = write_plots(doc["rows"], out, time_groups={s.name: s.time_plot_groups for s in suites})
+        if note:
+            text += f"\n\n{note}"
+        tmp = out / "results.json.tmp"
+        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=_plain) + "\n")
+        tmp.replace(out / "results.json")
+    return text, doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``lyra-solver bench ...``: exit 0 done, 2 bad usage (one line on stderr), 3 an internal error."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help") or not argv:
+        build_parser().print_help()
+        return 0 if argv else 2
+    try:
+        args, names, cfg, jobs = parse(argv)
+    except _UsageError as err:
+        print(f"lyra-solver bench: error: {err}", file=sys.stderr)
+        return 2
+    if args.backend == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            print("lyra-solver bench: error: --backend ray: ray is not installed (pip install 'lyra-solver[ray]')",
+                  file=sys.stderr)
+            return 2
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="lyra-solver bench: %(message)s")
+    command = "lyra-solver bench " + " ".join(argv)
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="lyra-bench-") as tmp:
+            out = args.out if args.out is not None or args.report is None else Path(tmp)
+            text, doc = run_and_write(names, cfg, jobs=jobs, backend=args.backend, address=args.address, out=out,
+                                      progress=not (args.no_progress or args.quiet), command=command)
+            if args.report is not None:
+                from lyra_solver.bench.report import write_report
+
+                write_report(doc, args.report, results_dir=out, plots_dir=args.plots)
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"lyra-solver bench: error: {exc}", file=sys.stderr)
+        return 2
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

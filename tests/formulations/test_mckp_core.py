@@ -1,0 +1,196 @@
+"""The exact MCKP core (formulations/mckp/core.py): brute force, kernel paths, limits, determinism.
+
+The brute force and the checker here are written from the problem statement and share no code with the core.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+from lyra_solver.formulations.mckp.core import count_numpy, solve_core, step_numpy
+
+pytest.importorskip("numba")  # a test dependency: both kernel paths are compared, not skipped
+
+
+def brute(weights, values, capacity):
+    best = None
+    for choice in itertools.product(*(range(len(w)) for w in weights)):
+        if sum(weights[i][k] for i, k in enumerate(choice)) <= capacity:
+            val = sum(values[i][k] for i, k in enumerate(choice))
+            if best is None or val > best:
+                best = val
+    return best
+
+
+def checked(weights, values, capacity, res):
+    """Feasibility and objective of a result, recomputed here; returns the objective."""
+    assert res.choice is not None and len(res.choice) == len(weights)
+    assert sum(weights[i][k] for i, k in enumerate(res.choice)) <= capacity
+    val = sum(values[i][k] for i, k in enumerate(res.choice))
+    assert math.isclose(res.objective, val, rel_tol=1e-9, abs_tol=1e-9)
+    return val
+
+
+@st.composite
+def instances(draw):
+    """Small instances rich in ties, negative values, zero weights and, sometimes, a huge capacity."""
+    n = draw(st.integers(1, 6))
+    weights, values = [], []
+    for _ in range(n):
+        k = draw(st.integers(1, 5))
+        weights.append(draw(st.lists(st.sampled_from([0, 0, 1, 2, 3, 5, 8, 13]), min_size=k, max_size=k)))
+        values.append(draw(st.lists(st.sampled_from([-7.0, -1.5, 0.0, 1.0, 2.5, 4.0, 9.0]), min_size=k,
+                                    max_size=k)))
+    capacity = draw(st.one_of(st.integers(0, 40), st.just(10**15)))
+    return weights, values, capacity
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances(), st.booleans())
+def test_core_against_brute_force(inst, use_greedy):
+    weights, values, capacity = inst
+    opt = brute(weights, values, capacity)
+    p = MCKPProblem.from_ragged(weights, values, capacity)
+    a = solve_core(p, use_numba=False, use_greedy=use_greedy)
+    b = solve_core(p, use_numba=True, use_greedy=use_greedy)
+    if opt is None:
+        assert a.status is Status.INFEASIBLE and b.status is Status.INFEASIBLE
+        return
+    assert a.status is Status.OPTIMAL
+    assert checked(weights, values, capacity, a) == pytest.approx(opt, abs=1e-9)
+    assert a.choice == b.choice and a.bound == b.bound and a.stats["states"] == b.stats["states"]
+
+
+def _random(seed: int) -> MCKPProblem:
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(20, 120)), int(rng.integers(2, 12))
+    kind = seed % 3
+    if kind == 0:  # weakly correlated, integer values, many ties on the break gradient
+        w = rng.integers(0, 200, (n, m))
+        v = (w + rng.integers(-5, 6, (n, m))).astype(float)
+    elif kind == 1:  # strongly correlated profiles
+        w = np.cumsum(np.sort(rng.integers(1, 100, (n, m)), axis=1), axis=1)
+        v = np.cumsum(np.sort(rng.integers(1, 100, (n, m)), axis=1) + 10, axis=1).astype(float)
+    else:  # float values, some negative
+        w = rng.integers(0, 60, (n, m))
+        v = np.round(rng.normal(0.0, 50.0, (n, m)), 4)
+    sizes = rng.integers(1, m + 1, n)
+    valid = np.arange(m)[None, :] < sizes[:, None]
+    lo = int(np.where(valid, w, 10**9).min(axis=1).sum())
+    hi = int(np.where(valid, w, 0).max(axis=1).sum())
+    return MCKPProblem.from_padded(w, v, sizes, lo + int(rng.uniform(0.2, 0.7) * (hi - lo)))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kernel_paths_same_answer_and_match_dp(seed):
+    """numba and numpy kernels: same choice, bound and counts; the objective is the DP's."""
+    p = _random(seed)
+    a = solve_core(p, use_numba=False)
+    b = solve_core(p, use_numba=True)
+    assert a.choice == b.choice and a.bound == b.bound
+    assert {k: v for k, v in a.stats.items() if k != "numba"} == {k: v for k, v in b.stats.items() if k != "numba"}
+    assert a.stats.get("numba", 0) == 0 and b.stats.get("numba", 0) == int(b.stats.get("classes", 0) > 0)
+    dp = solve_mckp(p, method="dp")
+    assert a.status is Status.OPTIMAL and dp.status is Status.OPTIMAL
+    assert a.objective == pytest.approx(dp.objective, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_step_kernels_return_the_same_arrays(seed):
+    """One step on random sorted states: the numba kernel's arrays equal the numpy definition's."""
+    from lyra_solver.formulations.mckp._numba import get_kernels
+
+    count_nb, step_nb = get_kernels()
+    rng = np.random.default_rng(100 + seed)
+    S = int(rng.integers(1, 400))
+    W = np.unique(rng.integers(0, 5000, S)).astype(np.int64)
+    V = np.cumsum(rng.uniform(0.0, 3.0, W.shape[0]).round(1) + 0.1)
+    k = int(rng.integers(1, 8))
+    dw = np.unique(rng.integers(-200, 300, k)).astype(np.int64)
+    dv = np.sort(rng.uniform(-200, 300, dw.shape[0]).round(0))
+    dv = dv + np.arange(dv.shape[0]) * 1e-3
+    cap = int(rng.integers(500, 4000))
+    xu = np.concatenate([[0.0], np.cumsum(rng.integers(1, 50, 30).astype(float))])
+    yu = np.concatenate([[0.0], np.cumsum(np.sort(rng.uniform(0.1, 1.0, 30))[::-1] * np.diff(xu))])
+    xd = np.concatenate([[0.0], np.cumsum(rng.integers(1, 50, 30).astype(float))])
+    yd = np.concatenate([[0.0], np.cumsum(np.sort(rng.uniform(1.0, 2.0, 30)) * np.diff(xd))])
+    z = float(V[np.searchsorted(W, cap, side="right") - 1]) if W[0] <= cap else -1e9
+    for tail in ((xu, yu, xd, yd), (np.zeros(0),) * 4):
+        args = (W, V, dw, dv, cap, z, 0.5, 1.0, 0.8, 1.3, 0.25, *tail)
+        got, ref = step_nb(*args), step_numpy(*args)
+        for x, y in zip(got[:4], ref[:4], strict=True):
+            assert np.array_equal(np.asarray(x), np.asarray(y))
+        assert got[4:] == ref[4:]
+    assert count_nb(W, V, dw, dv, cap, z, 1.0) == count_numpy(W, V, dw, dv, cap, z, 1.0)
+
+
+def _strongly(n: int, m: int, seed: int) -> MCKPProblem:
+    rng = np.random.default_rng(seed)
+    wk = np.sort(rng.integers(1, 1001, (n, m)), axis=1)
+    w = np.cumsum(wk, axis=1)
+    v = np.cumsum(wk + 10, axis=1).astype(float)
+    return MCKPProblem.from_padded(w, v, np.full(n, m), int((w[:, 0].sum() + w[:, -1].sum()) // 2))
+
+
+@pytest.mark.parametrize("use_numba", [False, True])
+def test_memory_limit_returns_feasible_with_valid_bound(use_numba):
+    p = _strongly(150, 10, 3)
+    full = solve_core(p)
+    assert full.status is Status.OPTIMAL
+    res = solve_core(p, max_bytes=20_000, use_numba=use_numba)
+    assert res.status is Status.FEASIBLE and res.backend_status == "memory_limit"
+    ws, vs = p.to_ragged()
+    checked(ws, vs, p.capacity, res)
+    assert res.objective <= full.objective
+    assert res.bound >= full.objective and res.gap is not None and res.gap > 0
+    other = solve_core(p, max_bytes=20_000, use_numba=not use_numba)
+    assert other.choice == res.choice and other.bound == res.bound
+
+
+_ORDER_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+    from lyra_solver.formulations.mckp.core import solve_core
+
+    def inst(seed):
+        rng = np.random.default_rng(seed)
+        n, m = 300, 8
+        wk = np.sort(rng.integers(1, 200, (n, m)), axis=1)
+        w = np.cumsum(wk, axis=1)
+        v = (np.cumsum(wk, axis=1) + rng.integers(-3, 4, (n, m))).astype(float)
+        return MCKPProblem.from_padded(w, v, np.full(n, m), int((w[:, 0].sum() + w[:, -1].sum()) // 2))
+
+    out = []
+    for first in sys.argv[1].split(","):
+        for seed in range(3):
+            if first == "default":
+                out.append(list(solve_mckp(inst(seed)).choice))
+            else:
+                out.append(list(solve_core(inst(seed), use_numba=first == "numba").choice))
+    print(json.dumps(out))
+""")
+
+
+def test_path_does_not_depend_on_what_ran_before():
+    """Same instances, numba first or numpy first, in fresh processes: the same choices (issue 7 item 5)."""
+    runs = []
+    for order in ("numba,numpy,default", "numpy,numba,default", "default,numpy,numba"):
+        proc = subprocess.run([sys.executable, "-c", _ORDER_SCRIPT, order], capture_output=True, text=True,
+                              check=True)
+        choices = json.loads(proc.stdout)
+        runs.append(dict(zip(order.split(","), (choices[i * 3:(i + 1) * 3] for i in range(3)), strict=True)))
+    first = runs[0]["numpy"]
+    for run in runs:
+        for key in ("numba", "numpy", "default"):
+            assert run[key] == first
