@@ -11,7 +11,6 @@ import logging
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -153,34 +152,32 @@ def _bar(total: int, desc: str):
         return None
 
 
+def _run_task(task):
+    """Module-level wrapper of :func:`run_one` for the harness's process and Ray backends."""
+    trace, config, policy, seed, mapping = task
+    return run_one(trace, config, policy, seed, mapping)
+
+
 def _run_all(tasks, trace, config, mapping, args):
-    """Every (policy, seed): sequentially (one task, with a per-job bar), in processes, or on Ray."""
+    """Every (policy, seed): in this process with a per-job bar (one run), else through the benchmark
+    harness's backend (local processes, or Ray, imported only then)."""
+    from lyra_solver.bench.harness import map_tasks
+
     show = not args.no_progress and sys.stderr.isatty()
     if len(tasks) == 1:
         p, s = tasks[0]
         return {(p, s): run_one(trace, config, p, s, mapping, progress=show)}
-    if args.backend == "ray":
-        try:
-            import ray
-        except ImportError:
-            _fail("--backend", "ray is not installed (pip install ray), use --backend local")
-        if not ray.is_initialized():
-            ray.init(num_cpus=args.jobs or None, include_dashboard=False, log_to_driver=False)
-        remote = ray.remote(run_one)
-        refs = {(p, s): remote.remote(trace, config, p, s, mapping) for p, s in tasks}
-        return {k: ray.get(r) for k, r in refs.items()}
-    workers = args.jobs or os.cpu_count() or 1
-    out = {}
     bar = _bar(len(tasks), "runs") if show else None
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
-        futs = {pool.submit(run_one, trace, config, p, s, mapping): (p, s) for p, s in tasks}
-        for n, f in enumerate(as_completed(futs), 1):
-            out[futs[f]] = f.result()
-            if bar is not None:
-                bar.set(n)
-    if bar is not None:
-        bar.close()
-    return out
+    try:
+        out = map_tasks(_run_task, [(trace, config, p, s, mapping) for p, s in tasks],
+                        jobs=args.jobs or os.cpu_count() or 1, backend=args.backend,
+                        progress=None if bar is None else bar.t.update)
+    except RuntimeError as err:  # Ray missing
+        _fail("--backend", str(err))
+    finally:
+        if bar is not None:
+            bar.close()
+    return dict(zip(tasks, out, strict=True))
 
 
 def run(args) -> int:
