@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from lyra_solver.formulations.problems import ReclaimProblem
+from lyra_solver.formulations.reclaim import ReclaimProblem
 
 __all__ = ["ClusterInstance", "alibaba_load_curve", "default_qps_path", "generate_cluster",
            "generate_scattered", "reclaim_events", "with_count"]

@@ -1,17 +1,26 @@
 """Problem types (plain arrays) and exact models.
 
-This package imports no other package of the project. Front doors: :func:`solve_mckp` (elastic allocation),
-:func:`solve_reclaim` (server reclamation), :func:`solve_placement` and :func:`solve_joint` (placement).
-Backends (OR-Tools, PuLP, SciPy's HiGHS, numba) are imported only when a method needs them.
+This package imports no other package of the project. One front door per family, each with a registry of
+methods (``method=...``): :func:`solve_mckp` (elastic allocation, :mod:`.mckp`), :func:`solve_reclaim`
+(server reclamation, :mod:`.reclaim`), :func:`solve_placement` and :func:`solve_joint` (placement,
+:mod:`.placement`). Every method returns a frozen subclass of :class:`SolveResult`. Backends (OR-Tools,
+PuLP, SciPy's HiGHS, numba) are imported only when a method needs them.
 """
 from lyra_solver.formulations._result import SolveResult, Status, relative_gap
 from lyra_solver.formulations.mckp import MCKPProblem, MCKPResult, solve_mckp
-from lyra_solver.formulations.placement import JointProblem, PlacementResult, solve_joint, solve_placement
-from lyra_solver.formulations.problems import Placement, PlacementProblem, ReclaimProblem
-from lyra_solver.formulations.reclaim import ReclaimResult, evaluate_reclaim, solve_reclaim
+from lyra_solver.formulations.placement import (
+    JointProblem,
+    JointResult,
+    Placement,
+    PlacementProblem,
+    PlacementResult,
+    solve_joint,
+    solve_placement,
+)
+from lyra_solver.formulations.reclaim import ReclaimProblem, ReclaimResult, evaluate_reclaim, solve_reclaim
 
 __all__ = [
-    "JointProblem", "MCKPProblem", "MCKPResult", "Placement", "PlacementProblem", "PlacementResult",
+    "JointProblem", "JointResult", "MCKPProblem", "MCKPResult", "Placement", "PlacementProblem", "PlacementResult",
     "ReclaimProblem", "ReclaimResult", "SolveResult", "Status", "evaluate_reclaim", "relative_gap", "solve_joint",
     "solve_mckp", "solve_placement", "solve_reclaim",
 ]

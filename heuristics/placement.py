@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from lyra_solver.formulations.problems import Placement, PlacementProblem
+from lyra_solver.formulations.placement import Placement, PlacementProblem
 from lyra_solver.formulations.vocabulary import Tier
 
 
@@ -131,6 +131,20 @@ def best_fit_decreasing(problem: PlacementProblem) -> BFDOutcome:
     decides what fewer workers mean).
 
     Running time O(C log C + sum_j (servers used by j) * G) with G the largest free GPU count.
+
+    Examples
+    --------
+    A training and a loaned server of 8 GPUs. Job 1 (three 2-GPU workers, all base demand) goes first and
+    fills most of the training server; job 0 keeps its 2 workers on the loaned server and its base demand
+    takes what training has left, the rest going to the loaned server:
+
+    >>> from lyra_solver.formulations.placement import PlacementProblem
+    >>> p = PlacementProblem.build(server_free=[8, 8], server_loaned=[False, True], job_workers=[6, 3],
+    ...                            job_base=[4, 3], job_gpus_per_worker=[1, 2], cur_job=[0], cur_server=[1],
+    ...                            cur_count=[2])
+    >>> out = best_fit_decreasing(p)
+    >>> out.placement.per_job, out.placed.tolist()
+    ((((0, 2), (1, 4)), ((0, 3),)), [6, 3])
     """
     J = problem.n_jobs
     gpw = problem.job_gpus_per_worker

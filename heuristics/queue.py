@@ -26,7 +26,28 @@ def queue_order(order: str, *, submit_time, min_time=None, attained_service=None
         ``fifo``: earliest submit time first; ``las``: least attained service (GPU-seconds) first.
     submit_time, min_time, attained_service : array_like, one entry per queued job
 
+    Returns
+    -------
+    (n,) int array
+        Positions into the queued jobs' arrays, first admitted first.
+
+    Raises
+    ------
+    ValueError
+        Unknown order, or the array the order needs is missing.
+
+    Notes
+    -----
     Running time O(n log n) (one stable lexicographic sort).
+
+    Examples
+    --------
+    >>> queue_order("sjf", submit_time=[0, 5, 10], min_time=[300.0, 60.0, 60.0]).tolist()
+    [1, 2, 0]
+    >>> queue_order("fifo", submit_time=[10, 0, 5]).tolist()
+    [1, 2, 0]
+    >>> queue_order("las", submit_time=[0, 5, 10], attained_service=[50.0, 0.0, 20.0]).tolist()
+    [1, 2, 0]
     """
     submit = np.asarray(submit_time, dtype=np.float64)
     pos = np.arange(submit.shape[0])

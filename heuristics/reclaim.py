@@ -1,8 +1,8 @@
 """Heuristic server reclamation: Lyra's greedy and two baselines (DESIGN "Reclaim").
 
-All three return a :class:`formulations.reclaim.ReclaimResult` whose cost is recomputed by
-:func:`formulations.reclaim.evaluate_reclaim`, so they are directly comparable with the exact ILP
-(:func:`formulations.reclaim.solve_reclaim`).
+All three return a :class:`~lyra_solver.formulations.reclaim.ReclaimResult` whose cost is recomputed by
+:func:`~lyra_solver.formulations.reclaim.evaluate_reclaim`, so they are directly comparable with the exact ILP
+(:func:`~lyra_solver.formulations.reclaim.solve_reclaim`).
 
 References
 ----------
@@ -13,11 +13,19 @@ from __future__ import annotations
 
 import heapq
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from lyra_solver.formulations._result import Status
-from lyra_solver.formulations.problems import ReclaimProblem
-from lyra_solver.formulations.reclaim import ReclaimResult, evaluate_reclaim, target_count
+from lyra_solver.formulations.reclaim import (
+    ReclaimProblem,
+    ReclaimResult,
+    evaluate_reclaim,
+    gpus_unreachable,
+    infeasible_result,
+    result_for,
+    target_count,
+)
 
 __all__ = ["fewest_jobs_reclaim", "greedy_reclaim", "random_reclaim"]
 
@@ -26,27 +34,16 @@ _KEY_DIGITS = 9  # marginal costs are rounded to this many decimals for tie dete
 
 def _result(problem: ReclaimProblem, servers: list[int], method: str, t0: float,
             backend: str) -> ReclaimResult:
-    chosen = sorted(set(servers))
-    cost, npre, preempted, shrunk = evaluate_reclaim(problem, chosen)
+    """A heuristic's result: ``optimal`` only when it costs nothing and no cost is negative."""
+    cost = evaluate_reclaim(problem, servers)[0]
     costs_nonneg = bool((problem.restart_cost >= 0).all() and (problem.preempt_cost >= 0).all()
                         and (problem.shrink_loss is None or (problem.shrink_loss >= 0).all()))
     if cost == 0.0 and costs_nonneg:
         status, bound, gap = Status.OPTIMAL, 0.0, 0.0  # nothing can cost less than zero
     else:
         status, bound, gap = Status.FEASIBLE, None, None
-    return ReclaimResult(status=status, objective=cost, bound=bound, gap=gap, servers=tuple(chosen),
-                         preempted=preempted, shrunk=shrunk, preemptions=npre,
-                         time_s=time.perf_counter() - t0, method=method, backend_status=backend)
-
-
-def _infeasible(method: str, t0: float) -> ReclaimResult:
-    return ReclaimResult(status=Status.INFEASIBLE, objective=None, bound=None, gap=None, servers=(),
-                         preempted=(), shrunk=(), preemptions=0, time_s=time.perf_counter() - t0,
-                         method=method, backend_status="min_gpus above the candidates' total GPUs")
-
-
-def _gpus_unreachable(problem: ReclaimProblem) -> bool:
-    return problem.min_gpus is not None and int(problem.server_gpus.sum()) < problem.min_gpus
+    return result_for(problem, servers, status=status, bound=bound, gap=gap, start=t0, method=method,
+                      backend_status=backend)
 
 
 def greedy_reclaim(problem: ReclaimProblem) -> ReclaimResult:
@@ -78,11 +75,25 @@ def greedy_reclaim(problem: ReclaimProblem) -> ReclaimResult:
     References
     ----------
     Li et al., "Lyra: Elastic Scheduling for Deep Learning Clusters", EuroSys 2023.
+
+    Examples
+    --------
+    Three loaned servers, two to give back. Server 1 hosts a worker of the rigid job 1 (returning it
+    preempts that job); servers 0 and 2 only shrink jobs 0 and 2:
+
+    >>> from lyra_solver.formulations.reclaim import ReclaimProblem
+    >>> p = ReclaimProblem.build(server_gpus=[8, 8, 8], job_workers=[4, 1, 6], job_min=[2, 1, 2],
+    ...                          job_gpus_per_worker=[1, 1, 1], restart_cost=[30.0, 30.0, 30.0],
+    ...                          preempt_cost=[300.0, 300.0, 300.0], host_job=[0, 0, 1, 2, 2],
+    ...                          host_server=[0, 1, 1, 1, 2], host_count=[2, 2, 1, 2, 4], count=2)
+    >>> res = greedy_reclaim(p)
+    >>> res.servers, res.objective, res.shrunk, res.preempted
+    ((0, 2), 60.0, (0, 2), ())
     """
     t0 = time.perf_counter()
     n_servers = problem.n_servers
-    if _gpus_unreachable(problem):
-        return _infeasible("greedy", t0)
+    if gpus_unreachable(problem):
+        return infeasible_result(t0, "greedy")
     count = target_count(problem)
     need_gpus = problem.min_gpus if count is None else None
     if (count is not None and count == 0) or (need_gpus is not None and need_gpus <= 0):
@@ -90,100 +101,143 @@ def greedy_reclaim(problem: ReclaimProblem) -> ReclaimResult:
     if count is not None and count >= n_servers:
         return _result(problem, list(range(n_servers)), "greedy", t0, "all servers")
 
-    hj = problem.host_job
-    hs = problem.host_server
-    hc = problem.host_count
-    head_arr = problem.job_workers - problem.job_min
-    restart = problem.restart_cost.tolist()
-    preempt = problem.preempt_cost.tolist()
-    head = head_arr.tolist()
-    loss = problem.shrink_loss
-    loss_rows = loss.tolist() if loss is not None and loss.shape[1] > 0 else None
-    loss_last = loss.shape[1] - 1 if loss_rows is not None else 0
-
-    def cost(j: int, r: int) -> float:
-        if r <= 0:
-            return 0.0
-        if r <= head[j]:
-            if loss_rows is None:
-                return restart[j]
-            return restart[j] + loss_rows[j][min(r, loss_last)]
-        return preempt[j]
-
-    # Initial standalone costs, vectorised.
-    if hj.size:
-        fits = hc <= head_arr[hj]
-        shrink_c = problem.restart_cost[hj]
-        if loss_rows is not None:
-            shrink_c = shrink_c + loss[hj, np.minimum(hc, loss_last)]
-        c_host = np.where(hc <= 0, 0.0, np.where(fits, shrink_c, problem.preempt_cost[hj]))
-        p_host = ((hc > 0) & ~fits).astype(np.int64)
-        c_srv = np.bincount(hs, weights=c_host, minlength=n_servers)
-        p_srv = np.bincount(hs, weights=p_host, minlength=n_servers).astype(np.int64)
-    else:
-        c_srv = np.zeros(n_servers)
-        p_srv = np.zeros(n_servers, dtype=np.int64)
-
-    # Adjacency lists (plain Python lists: the pick loop is scalar work).
-    order_s = np.argsort(hs, kind="stable")
-    bounds_s = np.searchsorted(hs[order_s], np.arange(n_servers + 1)).tolist()
-    jobs_of_s = hj[order_s].tolist()
-    cnt_of_s = hc[order_s].tolist()
-    order_j = np.argsort(hj, kind="stable")
-    bounds_j = np.searchsorted(hj[order_j], np.arange(problem.n_jobs + 1)).tolist()
-    srv_of_j = hs[order_j].tolist()
-    cnt_of_j = hc[order_j].tolist()
-
-    c = c_srv.tolist()
-    p = p_srv.tolist()
+    costs = _JobCosts.of(problem)
+    hosts = _Hosts.of(problem)
+    cost, preemptions = _standalone_costs(problem)
+    queue = _CheapestFirst(cost, preemptions)
+    removed = [0] * problem.n_jobs  # workers taken from each job by the servers picked so far
     gpus = problem.server_gpus.tolist()
-    removed = [0] * problem.n_jobs
-    version = [0] * n_servers
-    taken = [False] * n_servers
-    heap = [(round(c[s], _KEY_DIGITS), p[s], s, 0) for s in range(n_servers)]
-    heapq.heapify(heap)
-
     picks: list[int] = []
     got_gpus = 0
-    while heap:
-        if count is not None and len(picks) >= count:
+    while (len(picks) < count) if count is not None else (got_gpus < need_gpus):
+        s = queue.pop_cheapest()
+        if s is None:
             break
-        if need_gpus is not None and got_gpus >= need_gpus:
-            break
-        _, _, s, ver = heapq.heappop(heap)
-        if taken[s] or ver != version[s]:
-            continue
-        taken[s] = True
         picks.append(s)
         got_gpus += gpus[s]
-        dirty: set[int] = set()
-        for a in range(bounds_s[s], bounds_s[s + 1]):
-            j = jobs_of_s[a]
-            n = cnt_of_s[a]
-            r_old = removed[j]
-            r_new = r_old + n
-            removed[j] = r_new
-            base_old = cost(j, r_old)
-            base_new = cost(j, r_new)
-            pre_old = r_old > head[j]
-            pre_new = r_new > head[j]
-            for b in range(bounds_j[j], bounds_j[j + 1]):
-                s2 = srv_of_j[b]
-                if taken[s2]:
+        for j, n in hosts.jobs_on[s]:
+            before, after = removed[j], removed[j] + n
+            removed[j] = after
+            # the marginal cost of every other server of job j now starts from `after` workers removed
+            for s2, n2 in hosts.servers_of[j]:
+                if queue.is_taken(s2):
                     continue
-                n2 = cnt_of_j[b]
-                d_old = cost(j, r_old + n2) - base_old
-                d_new = cost(j, r_new + n2) - base_new
-                dp_old = int(r_old + n2 > head[j]) - int(pre_old)
-                dp_new = int(r_new + n2 > head[j]) - int(pre_new)
-                if d_old != d_new or dp_old != dp_new:
-                    c[s2] += d_new - d_old
-                    p[s2] += dp_new - dp_old
-                    dirty.add(s2)
-        for s2 in dirty:
-            version[s2] += 1
-            heapq.heappush(heap, (round(c[s2], _KEY_DIGITS), p[s2], s2, version[s2]))
+                old = costs.marginal(j, before, n2)
+                new = costs.marginal(j, after, n2)
+                if old != new:
+                    queue.shift(s2, new[0] - old[0], new[1] - old[1])
     return _result(problem, picks, "greedy", t0, "count reached")
+
+
+@dataclass(frozen=True)
+class _JobCosts:
+    """What removing workers costs each job: nothing, a restart (plus the shrink loss) while the job keeps its
+    minimum, a preemption below it."""
+
+    restart: list[float]
+    preempt: list[float]
+    headroom: list[int]  # w_j - min_j: workers a job can lose and keep running
+    loss: list[list[float]] | None  # shrink_loss rows, None when there is none
+
+    @classmethod
+    def of(cls, problem: ReclaimProblem) -> _JobCosts:
+        loss = problem.shrink_loss
+        return cls(restart=problem.restart_cost.tolist(), preempt=problem.preempt_cost.tolist(),
+                   headroom=(problem.job_workers - problem.job_min).tolist(),
+                   loss=loss.tolist() if loss is not None and loss.shape[1] > 0 else None)
+
+    def cost(self, j: int, removed: int) -> float:
+        """Cost of job ``j`` once ``removed`` of its workers are gone."""
+        if removed <= 0:
+            return 0.0
+        if removed <= self.headroom[j]:
+            if self.loss is None:
+                return self.restart[j]
+            row = self.loss[j]
+            return self.restart[j] + row[min(removed, len(row) - 1)]
+        return self.preempt[j]
+
+    def marginal(self, j: int, removed: int, more: int) -> tuple[float, int]:
+        """Extra cost and extra preemptions (0 or 1) of removing ``more`` workers after ``removed``."""
+        extra = self.cost(j, removed + more) - self.cost(j, removed)
+        return extra, int(removed + more > self.headroom[j]) - int(removed > self.headroom[j])
+
+
+@dataclass(frozen=True)
+class _Hosts:
+    """The host pairs as adjacency lists both ways, in the problem's order of pairs."""
+
+    jobs_on: list[list[tuple[int, int]]]  # per server: (job, workers on it)
+    servers_of: list[list[tuple[int, int]]]  # per job: (server, its workers there)
+
+    @classmethod
+    def of(cls, problem: ReclaimProblem) -> _Hosts:
+        jobs_on: list[list[tuple[int, int]]] = [[] for _ in range(problem.n_servers)]
+        servers_of: list[list[tuple[int, int]]] = [[] for _ in range(problem.n_jobs)]
+        for j, s, n in zip(problem.host_job.tolist(), problem.host_server.tolist(), problem.host_count.tolist(),
+                           strict=True):
+            jobs_on[s].append((j, n))
+            servers_of[j].append((s, n))
+        return cls(jobs_on=jobs_on, servers_of=servers_of)
+
+
+def _standalone_costs(problem: ReclaimProblem) -> tuple[list[float], list[int]]:
+    """Cost and preemptions of reclaiming each server alone (vectorised over the host pairs)."""
+    n_servers = problem.n_servers
+    hj, hs, hc = problem.host_job, problem.host_server, problem.host_count
+    if not hj.size:
+        return [0.0] * n_servers, [0] * n_servers
+    fits = hc <= (problem.job_workers - problem.job_min)[hj]
+    shrink = problem.restart_cost[hj]
+    loss = problem.shrink_loss
+    if loss is not None and loss.shape[1] > 0:
+        shrink = shrink + loss[hj, np.minimum(hc, loss.shape[1] - 1)]
+    per_pair = np.where(hc <= 0, 0.0, np.where(fits, shrink, problem.preempt_cost[hj]))
+    preempts = ((hc > 0) & ~fits).astype(np.int64)
+    cost = np.bincount(hs, weights=per_pair, minlength=n_servers)
+    count = np.bincount(hs, weights=preempts, minlength=n_servers).astype(np.int64)
+    return cost.tolist(), count.tolist()
+
+
+class _CheapestFirst:
+    """The servers not yet picked, cheapest first: by marginal cost (rounded to :data:`_KEY_DIGITS`
+    decimals, so that float noise does not break ties), then new preemptions, then index.
+
+    A heap with lazy deletion: :meth:`shift` changes a server's key and marks it; the marked servers are
+    pushed again (with a new version) before the next pop, and entries of older versions are skipped.
+    """
+
+    def __init__(self, cost: list[float], preemptions: list[int]) -> None:
+        self.cost = cost
+        self.preemptions = preemptions
+        self.version = [0] * len(cost)
+        self.taken = [False] * len(cost)
+        self.changed: set[int] = set()
+        self.heap = [(round(c, _KEY_DIGITS), p, s, 0) for s, (c, p) in enumerate(zip(cost, preemptions,
+                                                                                      strict=True))]
+        heapq.heapify(self.heap)
+
+    def is_taken(self, s: int) -> bool:
+        return self.taken[s]
+
+    def shift(self, s: int, cost: float, preemptions: int) -> None:
+        """Add to server ``s``'s marginal cost and preemptions."""
+        self.cost[s] += cost
+        self.preemptions[s] += preemptions
+        self.changed.add(s)
+
+    def pop_cheapest(self) -> int | None:
+        """Take the cheapest server (``None`` when all are taken)."""
+        for s in self.changed:
+            self.version[s] += 1
+            heapq.heappush(self.heap, (round(self.cost[s], _KEY_DIGITS), self.preemptions[s], s, self.version[s]))
+        self.changed.clear()
+        while self.heap:
+            _, _, s, version = heapq.heappop(self.heap)
+            if not self.taken[s] and version == self.version[s]:
+                self.taken[s] = True
+                return s
+        return None
 
 
 def _take_in_order(problem: ReclaimProblem, order: np.ndarray) -> list[int]:
@@ -202,10 +256,20 @@ def fewest_jobs_reclaim(problem: ReclaimProblem) -> ReclaimResult:
     """Baseline: return the servers hosting the fewest jobs (ties: fewest workers, then lowest index).
 
     Static order, no update after a pick. Running time ``O(H + S log S)``.
+
+    Examples
+    --------
+    >>> from lyra_solver.formulations.reclaim import ReclaimProblem
+    >>> p = ReclaimProblem.build(server_gpus=[8, 8, 8], job_workers=[4, 1, 6], job_min=[2, 1, 2],
+    ...                          job_gpus_per_worker=[1, 1, 1], restart_cost=[30.0, 30.0, 30.0],
+    ...                          preempt_cost=[300.0, 300.0, 300.0], host_job=[0, 0, 1, 2, 2],
+    ...                          host_server=[0, 1, 1, 1, 2], host_count=[2, 2, 1, 2, 4], count=2)
+    >>> fewest_jobs_reclaim(p).servers
+    (0, 2)
     """
     t0 = time.perf_counter()
-    if _gpus_unreachable(problem):
-        return _infeasible("fewest-jobs", t0)
+    if gpus_unreachable(problem):
+        return infeasible_result(t0, "fewest-jobs")
     n = problem.n_servers
     jobs_per = np.bincount(problem.host_server, minlength=n)
     workers_per = np.bincount(problem.host_server, weights=problem.host_count, minlength=n)
@@ -217,9 +281,21 @@ def random_reclaim(problem: ReclaimProblem, seed: int = 0) -> ReclaimResult:
     """Baseline: return servers in a uniformly random order (``numpy.random.default_rng(seed)``).
 
     Deterministic for a given seed. Running time ``O(H + S)``.
+
+    Examples
+    --------
+    >>> from lyra_solver.formulations.reclaim import ReclaimProblem
+    >>> p = ReclaimProblem.build(server_gpus=[8, 8, 8], job_workers=[4, 1, 6], job_min=[2, 1, 2],
+    ...                          job_gpus_per_worker=[1, 1, 1], restart_cost=[30.0, 30.0, 30.0],
+    ...                          preempt_cost=[300.0, 300.0, 300.0], host_job=[0, 0, 1, 2, 2],
+    ...                          host_server=[0, 1, 1, 1, 2], host_count=[2, 2, 1, 2, 4], count=2)
+    >>> random_reclaim(p, seed=0).servers == random_reclaim(p, seed=0).servers
+    True
+    >>> len(random_reclaim(p, seed=1).servers)
+    2
     """
     t0 = time.perf_counter()
-    if _gpus_unreachable(problem):
-        return _infeasible("random", t0)
+    if gpus_unreachable(problem):
+        return infeasible_result(t0, "random")
     order = np.random.default_rng(seed).permutation(problem.n_servers)
     return _result(problem, _take_in_order(problem, order), "random", t0, f"seed {seed}")

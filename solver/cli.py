@@ -157,8 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("mckp", help="solve a multiple-choice knapsack instance")
     m.add_argument("instance", help="MCKP instance JSON, - for standard input")
-    m.add_argument("--method", default="auto",
-                   choices=MCKP_METHODS)
+    m.add_argument("--method", default="auto", choices=MCKP_METHODS)
     m.add_argument("--time-limit", type=_positive_float)
     m.add_argument("-o", "--output")
     m.add_argument("--timings", action="store_true", help="add time_s to the answer")

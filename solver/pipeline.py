@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from lyra_solver.errors import InputError
-from lyra_solver.formulations import Status
+from lyra_solver.formulations import SolveResult, Status
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
-from lyra_solver.formulations.problems import PlacementProblem, ReclaimProblem
+from lyra_solver.formulations.placement import PlacementProblem
+from lyra_solver.formulations.reclaim import ReclaimProblem
 from lyra_solver.formulations.vocabulary import (
     ALLOCATION_METHOD,
     ALLOCATIONS,
@@ -119,11 +120,21 @@ class Cluster:
 
 @dataclass(frozen=True)
 class StepReport:
+    """What a step tells the decision summary: the method, its status and, where known, objective, bound, gap."""
+
     method: str
     status: str
     objective: float | None = None
     bound: float | None = None
     gap: float | None = None
+
+    @classmethod
+    def of(cls, result: SolveResult, **overrides) -> StepReport:
+        """The report of a solver's result (any family's :class:`SolveResult`), fields overridden by keyword."""
+        fields = dict(method=result.method, status=str(result.status), objective=result.objective,
+                      bound=result.bound, gap=result.gap)
+        fields.update(overrides)
+        return cls(**fields)
 
 
 # ----------------------------------------------------------------------------------------------- 1. reclaim
@@ -184,7 +195,7 @@ def reclaim_step(cl: Cluster, settings: Settings) -> Reclaimed:
         else:
             placement[j] = None
             preempted.append(j)
-    report = StepReport(res.method, str(res.status), res.objective, res.bound, res.gap)
+    report = StepReport.of(res)
     return Reclaimed(back, tuple(placement), tuple(sorted(preempted)), frozenset(shrunk), report)
 
 
@@ -497,7 +508,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
         log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
         res = solve_mckp(problem, method="hull")
     targets[elastic] += np.asarray(res.choice, dtype=np.int64)
-    report = StepReport(f"mckp-{res.method}", str(res.status), res.objective, res.bound, res.gap)
+    report = StepReport.of(res, method=f"mckp-{res.method}")
     return Scaled(jobs, table, targets, report)
 
 
@@ -572,7 +583,7 @@ def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport
         log.warning("exact placement gave %s; keeping best fit decreasing", res.status)
         return per_job, StepReport("bfd-fallback", "feasible")
     mapped = tuple(tuple((int(keep[s]), n) for s, n in pairs_) for pairs_ in res.placement.per_job)
-    return mapped, StepReport(res.method, str(res.status), None, None, res.gap)
+    return mapped, StepReport.of(res, objective=None, bound=None)
 
 
 # ----------------------------------------------------------------------------------------------- decide

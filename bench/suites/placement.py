@@ -32,7 +32,7 @@ def methods() -> list[Method]:
 
 def generate_placement(n_servers: int, seed: int, *, fill: float = 0.85):
     """A seeded :class:`PlacementProblem` (see the module docstring); running time ``O(S + J)``."""
-    from lyra_solver.formulations.problems import PlacementProblem
+    from lyra_solver.formulations.placement import PlacementProblem
 
     rng = np.random.default_rng([seed, n_servers, 17])
     free = rng.choice(np.array([8, 8, 8, 6, 4, 2]), size=n_servers)

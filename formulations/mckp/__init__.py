@@ -16,29 +16,34 @@ Methods (``solve_mckp(..., method=...)``):
 ``cbc``    CBC through PuLP (:mod:`lyra_solver.formulations.mckp.cbc`)
 ``highs``  HiGHS through :func:`scipy.optimize.milp` (:mod:`lyra_solver.formulations.mckp.highs`)
 ``greedy`` Lyra-style marginal-gain greedy (:mod:`lyra_solver.formulations.mckp.greedy`)
-``hull``   convex-hull (LP) greedy (:mod:`lyra_solver.formulations.mckp.greedy`)
+``hull``   convex-hull (LP) greedy (:mod:`lyra_solver.formulations.mckp.hull`)
 ========== ==================================================================================
 """
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Sequence
+import dataclasses
+import time
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 
 __all__ = ["ALIASES", "METHODS", "MCKPProblem", "MCKPResult", "infeasible_result", "make_result", "solve_mckp"]
 
 #: Registry: method name -> (module under this package, function). Modules are imported on first use, so a
-#: backend's library (OR-Tools, PuLP, SciPy, numba) is loaded only when its method runs.
-_REGISTRY: dict[str, tuple[str, str]] = {
+#: backend's library (OR-Tools, PuLP, SciPy, numba) is loaded only when its method runs. Every function takes
+#: ``(problem, *, time_limit, **options)`` and may assume what :func:`solve_mckp` checked before dispatch: at
+#: least one class, the lightest items fit, a valid time limit and only its own options.
+_REGISTRY: Registry = {
     "core": ("core", "solve_core"),
     "dp": ("dp", "solve_dp"),
     "cpsat": ("cpsat", "solve_cpsat"),
     "cbc": ("cbc", "solve_cbc"),
     "highs": ("highs", "solve_highs"),
     "greedy": ("greedy", "solve_greedy"),
-    "hull": ("greedy", "solve_hull"),
+    "hull": ("hull", "solve_hull"),
 }
 
 #: Other names accepted for a method: ``auto`` is our fastest exact method; ``bb`` names the core search
@@ -47,11 +52,6 @@ ALIASES: dict[str, str] = {"auto": "core", "bb": "core"}
 
 #: Every name accepted by :func:`solve_mckp` (the CLI's choices come from here).
 METHODS: tuple[str, ...] = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull")
-
-
-def _method_function(name: str) -> Callable[..., MCKPResult]:
-    module, function = _REGISTRY[name]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), function)
 
 
 def _coerce_problem(problem_or_weights: Any, values: Any, capacity: Any) -> MCKPProblem:
@@ -74,6 +74,11 @@ def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
                method: str = "auto", time_limit: float | None = None, **options: Any) -> MCKPResult:
     """Solve a multiple-choice knapsack problem.
 
+    The checks and trivial cases are done here once, before dispatch: the method name, the time limit and
+    the method's options are checked (``ValueError`` naming the argument), an instance without classes is
+    ``optimal`` with the empty choice, and one whose lightest items exceed the capacity is ``infeasible``;
+    only the other instances reach the method.
+
     Parameters
     ----------
     problem_or_weights : MCKPProblem or sequence of sequences of int
@@ -88,7 +93,8 @@ def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
         Seconds; when hit, the best choice found so far is returned with status ``feasible`` plus bound and
         gap (or ``no_solution`` when there is none).
     **options
-        Passed to the method (e.g. ``num_workers`` for CP-SAT, ``threads`` for CBC, ``max_cells`` for DP).
+        Passed to the method (e.g. ``num_workers`` for CP-SAT, ``threads`` for CBC, ``max_cells`` for DP);
+        an option the method does not take is refused.
 
     Returns
     -------
@@ -97,16 +103,39 @@ def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
     Raises
     ------
     ValueError
-        Unknown method, invalid instance, or ``method="dp"`` on a capacity too large for a dense table.
+        Unknown method or option, negative time limit, invalid instance, or ``method="dp"`` on a capacity too
+        large for a dense table.
+
+    Notes
+    -----
+    Running time of the checks: :math:`O(N)` for ``N`` items; the method's own is in its module.
+
+    Examples
+    --------
+    Two classes (a job at 0, 1 or 2 extra GPUs; another at 0 or 2) and 3 GPUs to share:
+
+    >>> from lyra_solver.formulations.mckp import solve_mckp
+    >>> res = solve_mckp([[0, 1, 2], [0, 2]], [[0.0, 4.0, 5.0], [0.0, 3.5]], 3)
+    >>> str(res.status), res.objective, res.choice, res.method
+    ('optimal', 7.5, (1, 1), 'core')
+    >>> solve_mckp([[0, 1, 2], [0, 2]], [[0.0, 4.0, 5.0], [0.0, 3.5]], 3, method="greedy").choice
+    (1, 1)
+    >>> str(solve_mckp([[2], [3]], [[1.0], [1.0]], 4).status)
+    'infeasible'
+    >>> solve_mckp([[0, 1]], [[0.0, 1.0]], 1, method="dp", workers=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: workers: not an option of method 'dp' (its options: max_cells)
     """
+    start = time.perf_counter()
     problem = _coerce_problem(problem_or_weights, values, capacity)
-    if time_limit is not None and not (time_limit >= 0):
-        raise ValueError(f"time_limit: must be >= 0 seconds, got {time_limit!r}")
-    if method not in METHODS:
-        raise ValueError(f"method: unknown method {method!r}; expected one of {', '.join(METHODS)}")
-    name = ALIASES.get(method, method)
-    res = _method_function(name)(problem, time_limit=time_limit, **options)
-    if method == "bb":
-        res = MCKPResult(res.status, res.objective, res.bound, res.gap, res.choice, res.time_s, "bb",
-                         res.backend_status)
-    return res
+    check_time_limit(time_limit)
+    function = resolve(__name__, _REGISTRY, method, options, names=METHODS, aliases=ALIASES)
+    label = "bb" if method == "bb" else ALIASES.get(method, method)
+    if problem.n_classes == 0:
+        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start, method=label,
+                           backend_status="empty")
+    if not problem.is_feasible():
+        return infeasible_result(start, label)
+    res = function(problem, time_limit=time_limit, **options)
+    return dataclasses.replace(res, method=label) if res.method != label else res

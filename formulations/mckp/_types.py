@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from lyra_solver.formulations._result import Status, relative_gap
+from lyra_solver.formulations._result import SolveResult, Status, relative_gap
 
 __all__ = ["MCKPProblem", "MCKPResult", "infeasible_result", "make_result"]
 
@@ -202,42 +201,6 @@ class MCKPProblem:
                 raise ValueError(f"values[{i}]: expected real numbers ({exc})") from None
         return cls.from_padded(w, v, sizes, capacity)
 
-    @classmethod
-    def from_dict(cls, obj: Any) -> MCKPProblem:
-        """Build from the DESIGN "MCKP instance" object.
-
-        ``{"capacity": 10, "classes": [{"weights": [0, 2, 4], "values": [0.0, 5.5, 7.0]}, ...]}``.
-
-        Raises
-        ------
-        ValueError
-            With the field path in front, e.g. ``classes[3].weights[1]: must be >= 0, got -2``.
-        """
-        if not isinstance(obj, dict):
-            raise ValueError(f"(root): expected an object, got {type(obj).__name__}")
-        if "capacity" not in obj:
-            raise ValueError("capacity: missing")
-        classes = obj.get("classes")
-        if not isinstance(classes, list):
-            raise ValueError("classes: expected a list of {weights, values} objects")
-        weights, values = [], []
-        for i, c in enumerate(classes):
-            if not isinstance(c, dict):
-                raise ValueError(f"classes[{i}]: expected an object with weights and values")
-            for key in ("weights", "values"):
-                if not isinstance(c.get(key), list):
-                    raise ValueError(f"classes[{i}].{key}: expected a list")
-            if any(isinstance(x, bool) for x in c["weights"] + c["values"]):
-                raise ValueError(f"classes[{i}]: booleans are not numbers here")
-            weights.append(c["weights"])
-            values.append(c["values"])
-        try:
-            return cls.from_ragged(weights, values, obj["capacity"])
-        except ValueError as exc:
-            msg = re.sub(r"(?<![.\w])(weights|values)\[(\d+)\](\[\d+\])?",
-                         lambda m: f"classes[{m.group(2)}].{m.group(1)}{m.group(3) or ''}", str(exc))
-            raise ValueError(msg) from None
-
     # ------------------------------------------------------------------ helpers
     @property
     def n_classes(self) -> int:
@@ -290,9 +253,9 @@ class MCKPProblem:
         return ws, vs
 
 
-@dataclass(frozen=True)
-class MCKPResult:
-    """Answer of an MCKP solver.
+@dataclass(frozen=True, kw_only=True)
+class MCKPResult(SolveResult):
+    """Answer of an MCKP solver: the :class:`~lyra_solver.formulations._result.SolveResult` fields plus the choice.
 
     Attributes
     ----------
@@ -304,28 +267,21 @@ class MCKPResult:
     bound : float or None
         Proven upper bound on the optimum (original units), when known.
     gap : float or None
-        :func:`formulations.relative_gap` of objective and bound.
-    choice : tuple of int or None
-        Item index (into the problem's item list) chosen in each class.
+        :func:`~lyra_solver.formulations._result.relative_gap` of objective and bound.
     time_s : float
         Wall-clock seconds spent in the solver.
     method : str
         Method that produced the answer (``"core"``, ``"dp"``, ``"cpsat"``, ...).
     backend_status : str
         The backend's own status string (e.g. CP-SAT ``"OPTIMAL"``, ``"time_limit"``).
+    choice : tuple of int or None
+        Item index (into the problem's item list) chosen in each class.
     stats : Mapping[str, int]
         Counters of the search, when the method reports them (the core: classes that entered the core,
         states created, largest state list...); empty otherwise.
     """
 
-    status: Status
-    objective: float | None
-    bound: float | None
-    gap: float | None
     choice: tuple[int, ...] | None
-    time_s: float
-    method: str
-    backend_status: str
     stats: Mapping[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -351,7 +307,8 @@ def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None,
     """
     elapsed = time.perf_counter() - start
     if choice is None:
-        return MCKPResult(Status.NO_SOLUTION, None, bound, None, None, elapsed, method, backend_status)
+        return MCKPResult(status=Status.NO_SOLUTION, objective=None, bound=bound, gap=None, choice=None,
+                          time_s=elapsed, method=method, backend_status=backend_status, stats=dict(stats or {}))
     ch = tuple(np.asarray(choice, dtype=np.int64).reshape(-1).tolist())
     obj = problem.choice_value(ch)
     if proven and (bound is None or bound < obj):
@@ -360,12 +317,11 @@ def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None,
     status = Status.OPTIMAL if (proven or gap == 0.0) else Status.FEASIBLE
     if status is Status.OPTIMAL and gap is None:
         gap = 0.0
-    return MCKPResult(status, obj, bound, gap, ch, elapsed, method, backend_status, dict(stats or {}))
+    return MCKPResult(status=status, objective=obj, bound=bound, gap=gap, choice=ch, time_s=elapsed, method=method,
+                      backend_status=backend_status, stats=dict(stats or {}))
 
 
 def infeasible_result(start: float, method: str, backend_status: str = "infeasible") -> MCKPResult:
     """The result for a proven-infeasible instance."""
-    return MCKPResult(Status.INFEASIBLE, None, None, None, None, time.perf_counter() - start, method,
-                      backend_status)
-
-
+    return MCKPResult(status=Status.INFEASIBLE, objective=None, bound=None, gap=None, choice=None,
+                      time_s=time.perf_counter() - start, method=method, backend_status=backend_status)

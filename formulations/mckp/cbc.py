@@ -20,7 +20,7 @@ import time
 import warnings
 
 import numpy as np
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["parse_cbc_bound", "solve_cbc"]
 
@@ -65,6 +65,8 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
     Parameters
     ----------
     problem : MCKPProblem
+        At least one class, and the lightest items fit (:func:`~lyra_solver.formulations.mckp.solve_mckp`
+        checks both before dispatch).
     time_limit : float, optional
         Seconds (CBC ``sec``); when hit, the incumbent comes back ``feasible`` with the bound from the log,
         or ``no_solution``.
@@ -84,11 +86,6 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
 
     start = time.perf_counter()
     n = problem.n_classes
-    if n == 0:
-        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start,
-                           method="cbc", backend_status="empty")
-    if not problem.is_feasible():
-        return infeasible_result(start, "cbc")
     prob = pulp.LpProblem("mckp", pulp.LpMaximize)
     xs: list[list[pulp.LpVariable]] = []
     for i in range(n):

@@ -70,7 +70,7 @@ from lyra_solver.formulations.mckp._lp import (
     upper_hull,
 )
 from lyra_solver.formulations.mckp._numba import get_kernels, numba_available
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["DEFAULT_MAX_BYTES", "NUMBA_MIN_ITEMS", "Incumbent", "count_numpy", "default_use_numba", "solve_core",
            "state_bounds", "step_numpy"]
@@ -448,14 +448,9 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     if use_numba is None:
         use_numba = default_use_numba(problem)
     stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "numba": 0}
-    if n == 0:
-        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start, method="core",
-                           backend_status="empty", stats=stats)
-    prep = _prepare(problem)
+    prep = _prepare(problem)  # the front door answered the empty and the infeasible instances
     if isinstance(prep, tuple):
         red, lp = prep
-        if not lp.feasible:
-            return infeasible_result(start, "core")
         stats["free_start"] = cap - lp.weight
         return make_result(problem, red.items[np.arange(n), lp.lp_pos], lp.bound, proven=True, start=start,
                            method="core", backend_status="lp-integral", stats=stats)

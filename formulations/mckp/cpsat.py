@@ -19,7 +19,7 @@ import math
 import time
 
 import numpy as np
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["scale_values", "solve_cpsat"]
 
@@ -62,6 +62,8 @@ def solve_cpsat(problem: MCKPProblem, *, time_limit: float | None = None, num_wo
     Parameters
     ----------
     problem : MCKPProblem
+        At least one class, and the lightest items fit (:func:`~lyra_solver.formulations.mckp.solve_mckp`
+        checks both before dispatch).
     time_limit : float, optional
         Seconds (``max_time_in_seconds``); when hit, the incumbent comes back ``feasible`` with bound and gap,
         or ``no_solution``.
@@ -83,11 +85,6 @@ def solve_cpsat(problem: MCKPProblem, *, time_limit: float | None = None, num_wo
 
     start = time.perf_counter()
     n = problem.n_classes
-    if n == 0:
-        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start,
-                           method="cpsat", backend_status="empty")
-    if not problem.is_feasible():
-        return infeasible_result(start, "cpsat")
     valid = problem.valid_mask()
     rows, cols = np.nonzero(valid)
     w = problem.weights[rows, cols]

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 from lyra_solver.formulations.mckp._lp import undominated
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["DEFAULT_MAX_CELLS", "solve_dp"]
 
@@ -34,6 +34,8 @@ def solve_dp(problem: MCKPProblem, *, time_limit: float | None = None,
     Parameters
     ----------
     problem : MCKPProblem
+        At least one class, and the lightest items fit (:func:`~lyra_solver.formulations.mckp.solve_mckp`
+        checks both before dispatch).
     time_limit : float, optional
         Seconds, checked after every class. The DP has no incumbent before its last class; on a time limit
         the result carries the marginal-gain greedy's choice (status ``feasible``) and the smaller of the LP
@@ -58,11 +60,6 @@ def solve_dp(problem: MCKPProblem, *, time_limit: float | None = None,
     start = time.perf_counter()
     deadline = None if time_limit is None else start + float(time_limit)
     n = problem.n_classes
-    if n == 0:
-        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start, method="dp",
-                           backend_status="empty")
-    if not problem.is_feasible():
-        return infeasible_result(start, "dp")
     red = undominated(problem)
     base = red.weights[:, 0]
     # capacity beyond the heaviest choice is never binding

@@ -1,7 +1,8 @@
-"""MCKP heuristics: Lyra-style marginal-gain greedy and convex-hull (LP) greedy.
+"""MCKP heuristic: Lyra-style marginal-gain greedy.
 
-Both return a feasible choice with the LP relaxation's bound and gap; the status is ``optimal`` when the
-choice meets the LP bound (to 1e-9 relative), else ``feasible``.
+Returns a feasible choice with the LP relaxation's bound and gap; the status is ``optimal`` when the choice
+meets the LP bound (to 1e-9 relative), else ``feasible``. The convex-hull greedy is
+:mod:`lyra_solver.formulations.mckp.hull`.
 
 References
 ----------
@@ -18,9 +19,9 @@ from collections.abc import Callable
 
 import numpy as np
 from lyra_solver.formulations.mckp._lp import Undominated, fit_prefix, lp_relaxation, undominated, upper_hull
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
-__all__ = ["greedy_positions", "solve_greedy", "solve_hull"]
+__all__ = ["greedy_positions", "solve_greedy"]
 
 #: With ``use_numba=None``, the numba kernel is used only for scans at least this long (its first
 #: compilation costs about a second; the cached kernel loads in a fraction of that).
@@ -163,6 +164,8 @@ def solve_greedy(problem: MCKPProblem, *, time_limit: float | None = None,
     Parameters
     ----------
     problem : MCKPProblem
+        At least one class, and the lightest items fit (:func:`~lyra_solver.formulations.mckp.solve_mckp`
+        checks both before dispatch).
     time_limit : float, optional
         Accepted for a uniform interface; the greedy is polynomial and finishes in milliseconds.
     use_numba : bool, optional
@@ -171,7 +174,7 @@ def solve_greedy(problem: MCKPProblem, *, time_limit: float | None = None,
     Returns
     -------
     MCKPResult
-        ``feasible`` (``optimal`` when the LP bound proves it) or ``infeasible``; ``method="greedy"``.
+        ``feasible`` (``optimal`` when the LP bound proves it); ``method="greedy"``.
 
     Notes
     -----
@@ -181,41 +184,8 @@ def solve_greedy(problem: MCKPProblem, *, time_limit: float | None = None,
     start = time.perf_counter()
     red = undominated(problem)
     pos = greedy_positions(red, problem.capacity, use_numba=use_numba)
-    if pos is None:
-        return infeasible_result(start, "greedy")
     lp = lp_relaxation(red, upper_hull(red), problem.capacity)
     choice = red.items[np.arange(problem.n_classes), pos]
     return make_result(problem, choice, lp.bound, proven=False, start=start, method="greedy",
                        backend_status="greedy")
 
-
-def solve_hull(problem: MCKPProblem, *, time_limit: float | None = None) -> MCKPResult:
-    """Convex-hull greedy: the integral part of the LP relaxation solved by slopes.
-
-    Take hull increments in decreasing order of slope while they fit and stop at the first that does not (the
-    fractional class). Classic guarantee: ``OPT - hull <= LP - hull = fraction * gain <=`` the largest single
-    hull increment of one class (Sinha and Zoltners 1979).
-
-    Parameters
-    ----------
-    problem : MCKPProblem
-    time_limit : float, optional
-        Accepted for a uniform interface; the method is polynomial.
-
-    Returns
-    -------
-    MCKPResult
-        ``method="hull"``; ``optimal`` when the LP relaxation is integral (to 1e-9 relative).
-
-    Notes
-    -----
-    Running time :math:`O(N \\log N)` for ``N`` items, memory :math:`O(N)`.
-    """
-    start = time.perf_counter()
-    red = undominated(problem)
-    lp = lp_relaxation(red, upper_hull(red), problem.capacity)
-    if not lp.feasible:
-        return infeasible_result(start, "hull")
-    choice = red.items[np.arange(problem.n_classes), lp.lp_pos]
-    return make_result(problem, choice, lp.bound, proven=lp.frac_class < 0, start=start, method="hull",
-                       backend_status="lp-integral" if lp.frac_class < 0 else "lp-fractional")

@@ -15,7 +15,7 @@ import re
 import time
 
 import numpy as np
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["solve_highs"]
 
@@ -27,6 +27,8 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
     Parameters
     ----------
     problem : MCKPProblem
+        At least one class, and the lightest items fit (:func:`~lyra_solver.formulations.mckp.solve_mckp`
+        checks both before dispatch).
     time_limit : float, optional
         Seconds; when hit, HiGHS's incumbent comes back ``feasible`` with bound and gap (or ``no_solution``).
     presolve : bool
@@ -47,11 +49,6 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
 
     start = time.perf_counter()
     n = problem.n_classes
-    if n == 0:
-        return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start,
-                           method="highs", backend_status="empty")
-    if not problem.is_feasible():
-        return infeasible_result(start, "highs")
     rows, cols = np.nonzero(problem.valid_mask())
     nv = rows.shape[0]
     c = -problem.values[rows, cols]

@@ -103,22 +103,3 @@ def test_fit_prefix_matches_stable_sort(seed: int) -> None:
     assert np.array_equal(taken, expect)
     assert brk == (int(order[t]) if t < n_items else -1)
     assert used == (int(cum[t - 1]) if t > 0 else 0)
-
-
-def test_from_dict_names_the_field_path() -> None:
-    p = MCKPProblem.from_dict({"capacity": 10,
-                               "classes": [{"weights": [0, 2, 4], "values": [0.0, 5.5, 7.0]}]})
-    assert p.sizes.tolist() == [3] and p.capacity == 10
-    cases = [
-        ({"capacity": 1, "classes": [{"weights": [0, -2], "values": [0, 1]}]}, "classes[0].weights[1]"),
-        ({"capacity": 1, "classes": [{"weights": [0], "values": [0, 1]}]}, "classes[0].values"),
-        ({"capacity": 1, "classes": [{"weights": [0], "values": [float("nan")]}]}, "classes[0].values[0]"),
-        ({"capacity": 1, "classes": [{"weights": [0]}]}, "classes[0].values"),
-        ({"capacity": -1, "classes": []}, "capacity"),
-        ({"classes": []}, "capacity"),
-        ([], "(root)"),
-    ]
-    for obj, path in cases:
-        with pytest.raises(ValueError) as info:
-            MCKPProblem.from_dict(obj)
-        assert str(info.value).startswith(path), str(info.value)

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lyra_solver.formulations import Status
-from lyra_solver.formulations.placement import JointProblem, solve_joint, solve_placement
-from lyra_solver.formulations.problems import PlacementProblem
+from lyra_solver.formulations.placement import JointProblem, PlacementProblem, solve_joint, solve_placement
 
 METHODS = ["cpsat", "cbc"]
 

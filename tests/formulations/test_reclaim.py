@@ -8,8 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lyra_solver.formulations import Status
-from lyra_solver.formulations.problems import ReclaimProblem
-from lyra_solver.formulations.reclaim import evaluate_reclaim, solve_reclaim
+from lyra_solver.formulations.reclaim import ReclaimProblem, evaluate_reclaim, solve_reclaim
 
 METHODS = ["cpsat", "cbc"]
 

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lyra_solver.formulations.problems import PlacementProblem
+from lyra_solver.formulations.placement import PlacementProblem
 from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
 
 

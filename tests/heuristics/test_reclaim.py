@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lyra_solver.bench.reclaim_instances import generate_cluster, with_count
 from lyra_solver.formulations import Status
-from lyra_solver.formulations.problems import ReclaimProblem
+from lyra_solver.formulations.reclaim import ReclaimProblem
 from lyra_solver.heuristics.reclaim import fewest_jobs_reclaim, greedy_reclaim, random_reclaim
 
 from tests.formulations.test_reclaim import brute_force, check_result, reclaim_problems, true_cost
