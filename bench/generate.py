@@ -20,8 +20,11 @@ MAX_GPUS = 2**31 - 1
 
 def generate_snapshot(*, servers: int = 100, jobs: int = 300, seed: int = 0, gpus: int = 8,
                       running_share: float = 0.5, elastic_share: float = 0.6, reclaim: int | None = None,
-                      options: dict | None = None) -> dict:
-    """A valid snapshot as a plain dict (format_version 1), a pure function of its arguments."""
+                      options: dict | None = None, progress=None) -> dict:
+    """A valid snapshot as a plain dict (format_version 1), a pure function of its arguments.
+
+    ``progress``, if given, is called with 1 after each job is made (e.g. a progress bar's ``update``).
+    """
     for name, value, lo, hi in (("servers", servers, 1, MAX_SERVERS), ("jobs", jobs, 0, MAX_JOBS),
                                 ("gpus", gpus, 1, MAX_GPUS), ("seed", seed, 0, None)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
@@ -70,6 +73,8 @@ def generate_snapshot(*, servers: int = 100, jobs: int = 300, seed: int = 0, gpu
             if placed:
                 job["placement"] = {srv[k]["id"]: n for k, n in sorted(placed.items())}
         out.append(job)
+        if progress is not None:
+            progress(1)
     loaned = sum(1 for s in srv if s.get("state") == "loaned")
     ask = int(rng.integers(0, min(5, loaned) + 1)) if reclaim is None else reclaim
     snap = {"format_version": 1, "now": 0.0, "servers": srv, "inference": {"reclaim": ask}, "jobs": out}

@@ -15,7 +15,8 @@ from the specification), one function that solves a built instance with a method
   processes (``--jobs N``) or on Ray (``--backend ray``), and come back as the same rows whichever ran them
   (timings aside): see :func:`map_tasks`, which the simulator reuses;
 * time: one untimed warm-up call, then the median of ``--repeat`` timed calls; a call slower than
-  :data:`SLOW_S` is timed once (its warm-up is the measurement: first-call costs are negligible against it);
+  :data:`MEDIUM_S` is timed once after its warm-up, one slower than :data:`SLOW_S` not again (its warm-up is
+  the measurement: first-call costs, imports included, are paid beforehand on a tiny instance);
 * per instance: the best proven bound across methods (the tightest bound in the objective's direction, an
   optimal objective being its own bound), every method's gap to it, and its speed-up against each reference
   solver measured in the same run (``reference time / method time``; ``>=`` where the reference stopped at a
@@ -59,8 +60,10 @@ SUITES: dict[str, str] = {
     "decide": "lyra_solver.bench.suites.decide:SUITE",
 }
 
-#: Calls slower than this many seconds are timed once (the warm-up is the measurement).
+#: Calls slower than this many seconds are not repeated: the warm-up is the measurement.
 SLOW_S = 1.0
+#: Calls slower than this many seconds are timed once after the warm-up (``--repeat`` applies below it).
+MEDIUM_S = 0.1
 #: Format tag of ``results.json``.
 RESULTS_FORMAT = "lyra-solver-bench/1"
 SCALES = ("tiny", "quick", "full")
@@ -395,7 +398,7 @@ def run_task(task: tuple[str, dict, str, dict]) -> dict:
     if failed or t_first >= SLOW_S or cfg.repeat <= 0:
         runs, repeats = [(first, t_first)], 0  # the warm-up is the measurement
     else:
-        runs = [once() for _ in range(cfg.repeat)]
+        runs = [once() for _ in range(1 if t_first >= MEDIUM_S else cfg.repeat)]
         repeats = len(runs)
     times = [t for _, t in runs]
     med = statistics.median(times)
@@ -458,7 +461,7 @@ def annotate(rows: list[dict], suite: Suite) -> list[dict]:
         if gap is not None and gap < 0:
             note = (note + "; " if note else "") + "objective passes the best bound"
         speedups = {}
-        for ref in refs:
+        for ref in refs if r.get("status") in ("optimal", "feasible") else ():
             rr = next((p for p in peers if p["method"] == ref), None)
             if rr is None or rr is r or rr.get("time_s") is None or not r.get("time_s"):
                 continue

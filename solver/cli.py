@@ -14,11 +14,10 @@ import os
 import sys
 from pathlib import Path
 
-import msgspec
-from lyra_solver import io
+from lyra_solver import __version__, io
 from lyra_solver.errors import InputError, escape
 from lyra_solver.formulations.vocabulary import ALLOCATIONS, MCKP_METHODS, PACKINGS, PLACEMENTS, QUEUE_ORDERS, RECLAIMS
-from lyra_solver.types import SCHEMAS, MCKPAnswer
+from lyra_solver.types import SCHEMAS, MCKPAnswer, json_schema
 
 log = logging.getLogger("lyra_solver.cli")
 
@@ -51,8 +50,56 @@ def cmd_decide(args) -> int:
     decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
                       placement=args.placement, packing=args.packing, time_limit=args.time_limit,
                       timings=args.timings)
-    io.write_atomic(args.output or "-", io.encode(decision))
+    if args.format == "json":
+        data = io.encode(decision)
+    elif args.format == "pretty":
+        data = (json.dumps(json.loads(io.encode(decision)), indent=2, sort_keys=True) + "\n").encode()
+    else:
+        data = decision_table(snap, decision).encode()
+    io.write_atomic(args.output or "-", data)
     return EXIT_OK
+
+
+#: How many ids a line of the decision table lists before it says how many more there are.
+TABLE_IDS = 12
+
+
+def decision_table(snap, decision) -> str:
+    """What a decision changes, for a person: servers reclaimed and loaned, jobs started, scaled up or down,
+    moved, preempted, and the summary. One row per kind of change: its count and the first ids."""
+    before = {j.id: j for j in snap.jobs}
+    rows: dict[str, list[str]] = {k: [] for k in ("started", "scaled up", "scaled down", "moved", "preempted",
+                                                  "waiting", "kept")}
+    for jid, jd in decision.jobs.items():
+        old = before[jid].placement
+        if jd.action == "wait":
+            rows["waiting"].append(jid)
+        elif jd.action == "preempt":
+            rows["preempted"].append(jid)
+        elif old is None:
+            rows["started"].append(f"{jid} ({jd.workers})")
+        elif jd.workers != sum(old.values()):
+            kind = "scaled up" if jd.workers > sum(old.values()) else "scaled down"
+            rows[kind].append(f"{jid} ({sum(old.values())}->{jd.workers})")
+        elif jd.changed:
+            rows["moved"].append(jid)
+        else:
+            rows["kept"].append(jid)
+    table = [("servers reclaimed", decision.servers.reclaim), ("servers loaned", decision.servers.loan)]
+    table += [(f"jobs {k}", v) for k, v in rows.items()]
+    width = max(len(k) for k, _ in table)
+    lines = [f"{'change':<{width}}  {'count':>6}  ids", f"{'-' * width}  {'-' * 6}  {'-' * 3}"]
+    for name, ids in table:
+        shown = ", ".join(ids[:TABLE_IDS]) + (f", ... ({len(ids) - TABLE_IDS} more)" if len(ids) > TABLE_IDS else "")
+        lines.append(f"{name:<{width}}  {len(ids):>6}  {shown}")
+    s = decision.summary
+    lines.append("")
+    lines.append(f"JCT reduction {s.jct_reduction:g} s, {s.preemptions} preemption(s)"
+                 + (f", allocation gap {s.optimality_gap:g}" if s.optimality_gap is not None else "")
+                 + (f", {s.time_s:g} s" if s.time_s is not None else ""))
+    for step, method in s.methods.items():
+        lines.append(f"{step:<12} {method} ({s.statuses.get(step, '')})")
+    return "\n".join(escape(line.rstrip()) for line in lines) + "\n"
 
 
 def cmd_check(args) -> int:
@@ -105,7 +152,7 @@ def cmd_mckp(args) -> int:
 
 
 def cmd_schema(args) -> int:
-    schema = msgspec.json.schema(SCHEMAS[args.what])
+    schema = json_schema(args.what)
     io.write_atomic("-", (json.dumps(schema, indent=2, sort_keys=True) + "\n").encode())
     return EXIT_OK
 
@@ -113,12 +160,33 @@ def cmd_schema(args) -> int:
 def cmd_generate(args) -> int:
     from lyra_solver.bench.generate import generate_snapshot
 
-    try:
-        snap = generate_snapshot(servers=args.servers, jobs=args.jobs, seed=args.seed, gpus=args.gpus)
-    except ValueError as err:
-        raise UsageError(f"lyra-solver generate: --{err}") from None
+    with _progress(args, total=args.jobs, desc="generate", unit="job") as bar:
+        try:
+            snap = generate_snapshot(servers=args.servers, jobs=args.jobs, seed=args.seed, gpus=args.gpus,
+                                     progress=bar.update if bar is not None else None)
+        except ValueError as err:
+            raise UsageError(f"lyra-solver generate: --{err}") from None
     io.write_atomic(args.output or "-", io.encode(snap))
     return EXIT_OK
+
+
+#: Work (jobs to make, rounds, ...) from which a command shows a progress bar on a terminal.
+PROGRESS_FROM = 5_000
+
+
+@contextlib.contextmanager
+def _progress(args, *, total: int, desc: str, unit: str):
+    """A tqdm bar on standard error for ``total`` steps, or None (small work, ``-q``, or not a terminal)."""
+    if getattr(args, "quiet", False) or total < PROGRESS_FROM:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, disable=None)
+    try:
+        yield bar
+    finally:
+        bar.close()
 
 
 def cmd_bench(args) -> int:
@@ -133,47 +201,86 @@ def cmd_simulate(args) -> int:
     return run(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="lyra-solver", description="Decision engine for deep-learning GPU clusters.")
-    p.add_argument("-v", "--verbose", action="store_true", help="log what each step does (stderr)")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default where it has one (not for flags, nor where the help already says it)."""
 
-    d = sub.add_parser("decide", help="one scheduling round: snapshot -> decision JSON")
+    def _get_help_string(self, action):
+        if action.default in (None, False) or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _common() -> argparse.ArgumentParser:
+    """Options of every subcommand: verbosity."""
+    c = argparse.ArgumentParser(add_help=False)
+    g = c.add_mutually_exclusive_group()
+    g.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                   help="log what each step does on standard error (-vv: more)")
+    g.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                   help="only errors on standard error (no warnings, no progress bar)")
+    return c
+
+
+def _add(sub, name: str, help_: str, run, **kw) -> argparse.ArgumentParser:
+    """A subcommand with the common options; other commands (simulate, bench, ...) are added the same way."""
+    p = sub.add_parser(name, help=help_, description=help_, parents=[_common()], formatter_class=_Help, **kw)
+    p.set_defaults(run=run)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="lyra-solver", description="Decision engine for deep-learning GPU clusters.",
+                parents=[_common()], formatter_class=_Help)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                   help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    d = _add(sub, "decide", "one scheduling round: snapshot -> decision", cmd_decide)
     d.add_argument("snapshot", help="snapshot JSON file, - for standard input")
     d.add_argument("-o", "--output", help="write the decision here (default: standard output)")
-    d.add_argument("--queue", choices=QUEUE_ORDERS)
-    d.add_argument("--allocation", choices=ALLOCATIONS)
-    d.add_argument("--reclaim", choices=RECLAIMS)
-    d.add_argument("--placement", choices=PLACEMENTS)
-    d.add_argument("--packing", choices=PACKINGS)
-    d.add_argument("--time-limit", type=_positive_float, help="seconds per exact step")
+    d.add_argument("--queue", choices=QUEUE_ORDERS,
+                   help="admission order (default: the snapshot's options.queue, else sjf)")
+    d.add_argument("--allocation", choices=ALLOCATIONS,
+                   help="elastic scaling: exact MCKP or a heuristic (default: options.allocation, else exact)")
+    d.add_argument("--reclaim", choices=RECLAIMS,
+                   help="which loaned servers to return (default: options.reclaim, else greedy)")
+    d.add_argument("--placement", choices=PLACEMENTS,
+                   help="best fit decreasing or the placement ILP (default: options.placement, else bfd)")
+    d.add_argument("--packing", choices=PACKINGS,
+                   help="GPU sharing after placement (default: options.packing, else off)")
+    d.add_argument("--time-limit", type=_positive_float, metavar="S",
+                   help="seconds per exact step (default: options.time_limit, else 1.0)")
+    d.add_argument("--format", choices=FORMATS, default="json",
+                   help="json: canonical one-line JSON; pretty: indented JSON; table: what changes, for a person")
     d.add_argument("--timings", action="store_true", help="add summary.time_s (output then varies run to run)")
-    d.set_defaults(run=cmd_decide)
 
-    c = sub.add_parser("check", help="independent feasibility check of a decision")
-    c.add_argument("snapshot")
-    c.add_argument("decision")
-    c.set_defaults(run=cmd_check)
+    c = _add(sub, "check", "independent feasibility check of a decision (exit 1 naming each broken rule)",
+             cmd_check)
+    c.add_argument("snapshot", help="snapshot JSON file, - for standard input")
+    c.add_argument("decision", help="decision JSON file, - for standard input")
 
-    m = sub.add_parser("mckp", help="solve a multiple-choice knapsack instance")
+    m = _add(sub, "mckp", "solve a multiple-choice knapsack instance", cmd_mckp)
     m.add_argument("instance", help="MCKP instance JSON, - for standard input")
-    m.add_argument("--method", default="auto", choices=MCKP_METHODS)
-    m.add_argument("--time-limit", type=_positive_float)
-    m.add_argument("-o", "--output")
+    m.add_argument("--method", default="auto", choices=MCKP_METHODS, help="exact method or heuristic")
+    m.add_argument("--time-limit", type=_positive_float, metavar="S",
+                   help="seconds; when hit, the best answer so far with its bound (default: no limit)")
+    m.add_argument("-o", "--output", help="write the answer here (default: standard output)")
     m.add_argument("--timings", action="store_true", help="add time_s to the answer")
-    m.set_defaults(run=cmd_mckp)
 
-    s = sub.add_parser("schema", help="JSON Schema of a format")
-    s.add_argument("what", choices=sorted(SCHEMAS))
-    s.set_defaults(run=cmd_schema)
+    s = _add(sub, "schema", "JSON Schema of a format", cmd_schema)
+    s.add_argument("what", choices=sorted(SCHEMAS), help="which format")
 
-    g = sub.add_parser("generate", help="a random valid snapshot (seeded)")
-    g.add_argument("--servers", type=int, default=100)
-    g.add_argument("--jobs", type=int, default=300)
+    g = _add(sub, "generate", "a random valid snapshot (seeded)", cmd_generate)
+    g.add_argument("--servers", type=int, default=100, help="servers, half training and half inference")
+    g.add_argument("--jobs", type=int, default=300, help="training jobs, about half of them running")
     g.add_argument("--gpus", type=int, default=8, help="GPUs per server")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("-o", "--output")
-    g.set_defaults(run=cmd_generate)
+    g.add_argument("--seed", type=int, default=0, help="random seed (same seed, same bytes)")
+    g.add_argument("-o", "--output", help="write the snapshot here (default: standard output)")
+
+    from lyra_solver.bench.sim.cli import add_arguments as simulate_arguments
+
+    simulate_arguments(_add(sub, "simulate", "replay a trace through the engine: metrics, summary.json, plots",
+                            cmd_simulate))
 
     # `bench` parses its own arguments (lyra_solver.bench.harness); main() hands them over unparsed.
     b = sub.add_parser("bench", add_help=False,
@@ -181,13 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
                             "(lyra-solver bench --help)")
     b.add_argument("rest", nargs=argparse.REMAINDER)
     b.set_defaults(run=cmd_bench)
-
-    from lyra_solver.bench.sim.cli import add_arguments as simulate_arguments
-
-    sim = sub.add_parser("simulate", help="replay a trace through the engine: metrics, summary.json, plots")
-    simulate_arguments(sim)
-    sim.set_defaults(run=cmd_simulate)
     return p
+
+
+#: Output formats of ``decide``.
+FORMATS = ("json", "pretty", "table")
 
 
 def _positive_float(text: str) -> float:
@@ -212,8 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         _say(f"error: {err}")
         return EXIT_INPUT
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="lyra-solver: %(levelname)s: %(message)s")
+    verbose = getattr(args, "verbose", 0)
+    level = logging.ERROR if getattr(args, "quiet", False) else (
+        logging.WARNING if not verbose else logging.INFO if verbose == 1 else logging.DEBUG)
+    logging.basicConfig(level=level, format="lyra-solver: %(levelname)s: %(message)s")
     try:
         code = args.run(args)
         _flush_stdout()

@@ -14,6 +14,7 @@ import msgspec
 import msgspec.inspect as _inspect
 from lyra_solver.formulations.mckp import METHODS as MCKP_METHODS
 from lyra_solver.formulations.vocabulary import (
+    SERVER_STATES,
     Allocation,
     Packing,
     PlacementOption,
@@ -338,3 +339,29 @@ class MCKPAnswer(_Canonical):
 
 
 SCHEMAS = {"snapshot": Snapshot, "decision": Decision, "mckp": MCKPInstance, "mckp-answer": MCKPAnswer}
+
+#: JSON Schema dialect of :func:`json_schema`.
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def json_schema(what: str) -> dict:
+    """The JSON Schema of a format (``snapshot``, ``decision``, ``mckp``, ``mckp-answer``): the contract.
+
+    Generated from the types above (types, minimums and maximums, closed vocabularies, required fields), with
+    what the types leave to the validator but a schema can still say: a server's ``state`` is required on the
+    inference pool and absent on the training pool, and a placement puts at least one worker on each server it
+    names. What no schema can say (rules across fields: unique ids, min <= max, placements on known and usable
+    servers within their GPUs, throughput tables covering min..max) is checked by
+    :func:`lyra_solver.validate.check_rules`; ``tests/solver/test_schema.py`` lists those rules.
+    """
+    schema = msgspec.json.schema(SCHEMAS[what])
+    defs = schema.get("$defs", {})
+    if "Server" in defs:
+        defs["Server"]["if"] = {"properties": {"pool": {"const": "inference"}}, "required": ["pool"]}
+        defs["Server"]["then"] = {"required": ["state"], "properties": {"state": {"enum": list(SERVER_STATES)}}}
+        defs["Server"]["else"] = {"properties": {"state": {"type": "null"}}}
+    if "Job" in defs:
+        for option in defs["Job"]["properties"]["placement"].get("anyOf", []):
+            if option.get("type") == "object":
+                option["additionalProperties"]["minimum"] = 1
+    return {"$schema": SCHEMA_DIALECT, "$id": f"urn:lyra-solver:schema:{what}:{FORMAT_VERSION}", **schema}

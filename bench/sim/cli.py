@@ -163,7 +163,7 @@ def _run_all(tasks, trace, config, mapping, args):
     harness's backend (local processes, or Ray, imported only then)."""
     from lyra_solver.bench.harness import map_tasks
 
-    show = not args.no_progress and sys.stderr.isatty()
+    show = not args.no_progress and not getattr(args, "quiet", False) and sys.stderr.isatty()
     if len(tasks) == 1:
         p, s = tasks[0]
         return {(p, s): run_one(trace, config, p, s, mapping, progress=show)}

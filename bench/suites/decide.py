@@ -1,7 +1,7 @@
 """Decide suite: one whole round (parse + validate + decide + encode) per allocation method.
 
 Methods: the allocation vocabulary of the snapshot options (``exact``, ``greedy``, ``hull``; read from
-:class:`lyra_solver.types.Options`, so a new allocation method joins these tables).
+:data:`lyra_solver.formulations.vocabulary.ALLOCATIONS`, so a new allocation method joins these tables).
 
 Instances (``--quick`` in brackets):
 
@@ -34,6 +34,12 @@ DEFAULT_ALLOCATIONS = ("exact", "greedy", "hull")
 def allocations() -> tuple[str, ...]:
     """The allocation methods that ``decide`` accepts (the options' vocabulary)."""
     try:
+        from lyra_solver.formulations.vocabulary import ALLOCATIONS
+
+        return tuple(ALLOCATIONS)
+    except ImportError:
+        pass
+    try:
         from lyra_solver.types import Options
 
         hint = typing.get_type_hints(Options).get("allocation")
@@ -54,10 +60,11 @@ def instances(cfg: Config) -> list[Instance]:
     size = cfg.options.get("decide_size")
     out = []
 
-    def gen(servers: int, jobs: int, seed: int, gpus: int = 8, running_share: float = 0.5) -> None:
+    def gen(servers: int, jobs: int, seed: int, gpus: int = 8, running_share: float = 0.5,
+            only: tuple[str, ...] | None = None) -> None:
         out.append(Instance("generated", f"generated {servers} servers x {gpus} GPUs, {jobs} jobs seed={seed}",
                             servers * gpus, {"kind": "generated", "servers": servers, "jobs": jobs, "seed": seed,
-                                             "gpus": gpus, "running_share": running_share}))
+                                             "gpus": gpus, "running_share": running_share}, only))
 
     if size is not None:
         gen(size["servers"], size["jobs"], 1 + cfg.seed, size.get("gpus", 8), size.get("running_share", 0.5))

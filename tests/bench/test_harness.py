@@ -269,3 +269,13 @@ def test_report_writes_targets_and_links_plots(tmp_path):
     assert "| #12 |" in md
     for name in doc["plots"]:
         assert (tmp_path / "docs" / "bench" / name).exists() and f"docs/bench/{name}" in md
+
+
+def test_plots_are_skipped_with_a_note_without_matplotlib(tmp_path, monkeypatch):
+    from lyra_solver.bench.plots import write_plots
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    rows = annotate([_row("ours", "optimal", 1.0, 1.0), _row("h", "feasible", 0.5, None)], _fake_suite())
+    written, note = write_plots([{**r, "suite": "fake"} for r in rows], tmp_path)
+    assert written == [] and "matplotlib is not installed" in note
+    assert list(tmp_path.iterdir()) == []

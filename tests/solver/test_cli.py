@@ -170,3 +170,85 @@ def test_absurd_but_valid_numbers_still_decide(tmp_path):
     out = tmp_path / "d.json"
     assert run("decide", str(f), "-o", str(out)).returncode == 0
     assert run("check", str(f), str(out)).returncode == 0
+
+
+# ------------------------------------------------------------------------------------- structure (issue 8)
+def _subcommands():
+    from lyra_solver.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction))
+    return parser, sub.choices
+
+
+def test_version():
+    import lyra_solver
+
+    res = subprocess.run([sys.executable, "-m", "lyra_solver", "--version"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0 and res.stdout.strip() == f"lyra-solver {lyra_solver.__version__}"
+
+
+def test_every_option_has_help_and_every_subcommand_has_verbosity():
+    import argparse
+
+    parser, commands = _subcommands()
+    for name, sub in commands.items():
+        if name == "bench":  # parses its own options (lyra_solver.bench.harness)
+            continue
+        flags = {s for a in sub._actions for s in a.option_strings}
+        assert {"-v", "--verbose", "-q", "--quiet"} <= flags, name
+        for action in sub._actions:
+            assert action.help and action.help is not argparse.SUPPRESS, (name, action.dest)
+
+
+@pytest.mark.parametrize("argv", [["decide", str(EXAMPLE), "-q"], ["decide", str(EXAMPLE), "-v"],
+                                  ["-v", "decide", str(EXAMPLE)], ["schema", "snapshot", "-v"]])
+def test_verbosity_after_or_before_the_subcommand(argv):
+    res = subprocess.run([sys.executable, "-m", "lyra_solver", *argv], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    if "-v" in argv and argv[0] != "schema":
+        assert "INFO" in res.stderr
+    if "-q" in argv:
+        assert res.stderr == ""
+
+
+def test_decide_formats_agree():
+    def run(fmt):
+        res = subprocess.run([sys.executable, "-m", "lyra_solver", "decide", str(EXAMPLE), "--format", fmt],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    compact, pretty, table = run("json"), run("pretty"), run("table")
+    assert json.loads(compact) == json.loads(pretty) and "\n  " in pretty
+    decision = json.loads(compact)
+    lines = {line.split("  ")[0]: line for line in table.splitlines()}
+    for name, ids in (("servers reclaimed", decision["servers"]["reclaim"]),
+                      ("servers loaned", decision["servers"]["loan"])):
+        assert lines[name].split()[2] == str(len(ids)) and all(i in lines[name] for i in ids)
+    preempted = [k for k, v in decision["jobs"].items() if v["action"] == "preempt"]
+    assert str(len(preempted)) in lines["jobs preempted"]
+    assert f"{decision['summary']['jct_reduction']:g}" in table
+
+
+@pytest.mark.parametrize("argv", [["decide"], ["decide", str(EXAMPLE), "--format", "xml"], ["nope"],
+                                  ["generate", "--servers", "0"], ["check", str(EXAMPLE)], ["decide", "-v", "-q", "x"]])
+def test_usage_errors_everywhere_are_one_line_exit_2(argv):
+    res = subprocess.run([sys.executable, "-m", "lyra_solver", *argv], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and res.stderr.startswith("error: ")
+
+
+def test_long_commands_get_a_progress_bar():
+    import argparse
+
+    from lyra_solver.cli import PROGRESS_FROM, _progress
+    from tqdm import tqdm
+
+    with _progress(argparse.Namespace(quiet=False), total=PROGRESS_FROM, desc="x", unit="job") as bar:
+        assert isinstance(bar, tqdm)
+    with _progress(argparse.Namespace(quiet=True), total=PROGRESS_FROM, desc="x", unit="job") as bar:
+        assert bar is None
+    with _progress(argparse.Namespace(), total=PROGRESS_FROM - 1, desc="x", unit="job") as bar:
+        assert bar is None
