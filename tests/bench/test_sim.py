@@ -82,6 +82,17 @@ def test_elastic_jobs_stay_in_their_range_and_lyra_loans():
     assert res.counters["loans"] > 0
 
 
+@needs_data
+@pytest.mark.parametrize("policy", ["baseline", "lyra"])
+def test_skipping_quiet_rounds_changes_nothing(policy):
+    specs = map_jobs(_slice(50), seed=6)
+    a = simulate(specs, get_policy(policy), _config(skip_quiet=True))
+    b = simulate(specs, get_policy(policy), _config(skip_quiet=False))
+    assert a.jobs == b.jobs and a.gpu_seconds == b.gpu_seconds
+    assert a.counters["quiet_rounds"] > 0 and b.counters["quiet_rounds"] == 0
+    assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
+
+
 def _cli(tmp_path, name, *extra):
     out = tmp_path / name
     rc = main(["simulate", "--trace", str(PHILLY), "--start", "2017-10-09 06:00", "--limit", "30",
