@@ -120,12 +120,15 @@ def run_one(trace, config, policy_name: str, seed: int, mapping: dict, progress:
     from lyra_solver.bench.sim.report import summarize, timing
     from lyra_solver.bench.sim.traces import map_jobs
 
+    wall, cpu = time.perf_counter(), time.process_time()
     specs = map_jobs(trace, seed=seed, server_gpus=config.server_gpus, **mapping)
     bar = _bar(len(specs), f"{policy_name} seed {seed}") if progress else None
     res = simulate(specs, get_policy(policy_name), config, progress=None if bar is None else bar.set)
     if bar is not None:
         bar.close()
-    return summarize(res, config), timing(res), res
+    times = {**timing(res), "run_wall_s": round(time.perf_counter() - wall, 3),
+             "run_cpu_s": round(time.process_time() - cpu, 3)}
+    return summarize(res, config), times, res
 
 
 class _Bar:
