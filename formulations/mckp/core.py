@@ -82,7 +82,7 @@ REL_TOL = 1e-11
 DEFAULT_MAX_BYTES = 1 << 30
 
 #: With ``use_numba=None``, problems with at least this many items use the numba kernels (when installed).
-NUMBA_MIN_ITEMS = 20_000
+NUMBA_MIN_ITEMS = 5_000
 
 #: The LP relaxation of the classes outside the core (:class:`_LPTail`) joins the bound once a step would
 #: create this many candidates, and is rebuilt each time the core has doubled since.
@@ -525,7 +525,9 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             need_up = a >= 0 and bool(np.any(feas & (V + lam_up * (cap - W).astype(np.float64) > thr)))
             need_dn = b >= 0 and bool(np.any(~feas & (V + lam_dn * (cap - W).astype(np.float64) > thr)))
             if need_up and need_dn:
-                i = a if alpha - lam_up <= lam_dn - alpha else b
+                d_up, d_dn = alpha - lam_up, lam_dn - alpha
+                # the closer gradient first; on a tie, alternate so that the states stay around the capacity
+                i = a if d_up < d_dn or (d_up == d_dn and len(order) % 2 == 1) else b
             elif need_up or need_dn:
                 i = a if need_up else b
             else:
