@@ -2,20 +2,35 @@
 
 Two families:
 
-* :func:`pisinger`: the classic data classes of Pisinger's MCKP experiments (Pisinger 1995, sec. 6; Kellerer,
-  Pferschy and Pisinger 2004, sec. 11.10), with coefficients in ``[1, R]`` (``R`` = 1,000 or 10,000) and the
-  capacity ``c = 1/2 sum_i (min_j w_ij + max_j w_ij)``:
+* :func:`pisinger`: the data classes of Pisinger's MCKP experiments (Pisinger 1995, sec. 6; Kellerer,
+  Pferschy and Pisinger 2004, sec. 11.10), with coefficients in ``[1, R]`` (``R`` = 1,000 or 10,000) and, unless
+  said otherwise, the capacity ``c = 1/2 sum_i (min_j w_ij + max_j w_ij)``. Our classes (the names used since
+  the first benchmarks, kept so that figures stay comparable):
 
-  - ``uncorrelated``: ``w_ij, p_ij`` uniform in ``[1, R]``;
+  - ``uncorrelated``: ``w_ij, p_ij`` uniform in ``[1, R]``. With this capacity about half of the instances are
+    trivial: the capacity exceeds the summed weights of every class's most valuable item, so the LP relaxation
+    is integral and no search happens (``lp-integral``);
   - ``weakly``: ``w_ij`` uniform in ``[1, R]``, ``p_ij`` uniform in ``[w_ij - 10, w_ij + 10]``, at least 1;
   - ``strongly``: per class, ``k`` strongly correlated knapsack items ``w'_h`` uniform in ``[1, R]``,
     ``p'_h = w'_h + 10``, sorted by weight; item ``j`` of the class is their prefix sum
-    ``(sum_{h<=j} w'_h, sum_{h<=j} p'_h)``;
+    ``(sum_{h<=j} w'_h, sum_{h<=j} p'_h)``. The published description of the class, as we read it; the
+    generator distributed with Pisinger's code is reported (issue 13) to draw the weights differently: we did
+    not read that code (its licence is academic and non-commercial), so the variants below follow the
+    published definitions, not that generator;
   - ``subset_sum``: ``w_ij`` uniform in ``[1, R]``, ``p_ij = w_ij``;
   - ``zigzag``: our reading of a "zig-zag" class (the papers we could check do not define it): weights as in
     ``strongly``, profits alternately above and below that class's strongly correlated profile
     (``p_ij = sum_{h<=j} p'_h + (-1)^j d_ij``, ``d_ij`` uniform in ``[0, R/10]``), so every other item is
     LP-dominated and the hulls zig-zag between the items.
+
+  Two variants:
+
+  - ``strongly_kp``: as ``strongly``, with the published knapsack definition of strong correlation that the
+    class is built from (Martello, Pisinger and Toth 1999; Kellerer et al. 2004, sec. 5.5),
+    ``p'_h = w'_h + R/10`` (an offset ten times larger than 10 at ``R`` = 1,000);
+  - ``uncorrelated_binding`` (ours, not a published class): as ``uncorrelated``, with the capacity
+    ``c = 1/2 sum_i (min_j w_ij + w_i*)``, ``w_i*`` the weight of the class's most valuable item, so that
+    the capacity always binds and the instance is never trivial.
 
 * :func:`cluster`: value tables of elastic GPU jobs as the engine builds them (DESIGN "Value table"): job
   ``j`` with ``gpus_per_worker`` ``g``, options ``w`` in ``[min, max]`` workers, weight ``g (w - min)``, value
@@ -28,6 +43,8 @@ Every generator returns a :class:`formulations.mckp.MCKPProblem`; the same argum
 
 References
 ----------
+Martello, S., Pisinger, D., Toth, P. (1999). Dynamic programming and strong bounds for the 0-1 knapsack
+problem. Management Science 45(3), 414-424.
 Pisinger, D. (1995). A minimal algorithm for the multiple-choice knapsack problem. EJOR 83(2), 394-410.
 Kellerer, H., Pferschy, U., Pisinger, D. (2004). Knapsack Problems, ch. 11. Springer.
 """
@@ -38,7 +55,8 @@ from lyra_solver.formulations.mckp import MCKPProblem
 
 __all__ = ["PISINGER_KINDS", "cluster", "pisinger", "pisinger_capacity"]
 
-PISINGER_KINDS: tuple[str, ...] = ("uncorrelated", "weakly", "strongly", "subset_sum", "zigzag")
+PISINGER_KINDS: tuple[str, ...] = ("uncorrelated", "weakly", "strongly", "subset_sum", "zigzag", "strongly_kp",
+                                   "uncorrelated_binding")
 
 
 def pisinger_capacity(weights: np.ndarray, sizes: np.ndarray) -> int:
@@ -66,7 +84,8 @@ def pisinger(kind: str, n_classes: int, n_items: int, *, R: int = 1000, seed: in
     Returns
     -------
     MCKPProblem
-        Integer values (as floats), capacity per :func:`pisinger_capacity`.
+        Integer values (as floats), capacity per :func:`pisinger_capacity` (``uncorrelated_binding``: see the
+        module docstring).
     """
     if kind not in PISINGER_KINDS:
         raise ValueError(f"kind: expected one of {PISINGER_KINDS}, got {kind!r}")
@@ -74,6 +93,13 @@ def pisinger(kind: str, n_classes: int, n_items: int, *, R: int = 1000, seed: in
         raise ValueError("n_classes, n_items: must be >= 1")
     rng = np.random.default_rng([seed, PISINGER_KINDS.index(kind), n_classes, n_items, R])
     shape = (n_classes, n_items)
+    sizes = np.full(n_classes, n_items, dtype=np.int64)
+    if kind == "uncorrelated_binding":
+        w = rng.integers(1, R + 1, shape).astype(np.int64)
+        p = rng.integers(1, R + 1, shape)
+        w_best = w[np.arange(n_classes), np.argmax(p, axis=1)]
+        cap = int((w.min(axis=1).sum() + w_best.sum()) // 2)
+        return MCKPProblem.from_padded(w, p.astype(np.float64), sizes, cap)
     if kind == "uncorrelated":
         w = rng.integers(1, R + 1, shape)
         p = rng.integers(1, R + 1, shape)
@@ -86,12 +112,11 @@ def pisinger(kind: str, n_classes: int, n_items: int, *, R: int = 1000, seed: in
     else:
         wk = np.sort(rng.integers(1, R + 1, shape), axis=1)
         w = np.cumsum(wk, axis=1)
-        p = np.cumsum(wk + 10, axis=1)
+        p = np.cumsum(wk + (R // 10 if kind == "strongly_kp" else 10), axis=1)
         if kind == "zigzag":
             d = rng.integers(0, R // 10 + 1, shape)
             sign = np.where(np.arange(n_items) % 2 == 0, 1, -1)[None, :]
             p = np.maximum(p + sign * d, 1)
-    sizes = np.full(n_classes, n_items, dtype=np.int64)
     w = w.astype(np.int64)
     return MCKPProblem.from_padded(w, p.astype(np.float64), sizes, pisinger_capacity(w, sizes))
 

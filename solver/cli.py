@@ -46,10 +46,17 @@ def cmd_decide(args) -> int:
     from lyra_solver.pipeline import decide
 
     _out_guard(args.output, [args.snapshot])
+    if args.backend not in ("auto", "numpy"):
+        from lyra_solver.values import resolve_backend
+
+        try:
+            resolve_backend(args.backend, 0)
+        except ValueError as err:
+            raise InputError("$", f"--backend: {err}", args.snapshot) from None
     snap = io.load_snapshot(args.snapshot)
     decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
                       placement=args.placement, packing=args.packing, time_limit=args.time_limit,
-                      timings=args.timings)
+                      timings=args.timings, backend=args.backend)
     if args.format == "json":
         data = io.encode(decision)
     elif args.format == "pretty":
@@ -247,6 +254,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=FORMATS, default="json",
                    help="json: canonical one-line JSON; pretty: indented JSON; table: what changes, for a person")
     d.add_argument("--timings", action="store_true", help="add summary.time_s (output then varies run to run)")
+    d.add_argument("--backend", choices=["auto", "numpy", "torch", "cupy"], default="auto",
+                   help="value-table array library (auto: a GPU only for large tables)")
 
     c = _add(sub, "check", "independent feasibility check of a decision (exit 1 naming each broken rule)",
              cmd_check)

@@ -61,7 +61,7 @@ from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
 from lyra_solver.validate import validate_snapshot
-from lyra_solver.values import JobOptions, ValueTable, value_table
+from lyra_solver.values import BACKENDS, JobOptions, ValueTable, value_table
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +76,7 @@ class Settings:
     packing: Packing
     time_limit: float
     timings: bool = False
+    backend: str = "auto"  # value-table backend (values.BACKENDS)
 
 
 #: Each option of :func:`decide` and the vocabulary it takes its value from.
@@ -499,7 +500,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
                                      np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
-    table = value_table(opts, server_gpus=cl.server_gpus)
+    table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend)
     elastic = np.flatnonzero(table.sizes > 1)
     targets = table.min_workers.copy()
     if elastic.size == 0:
@@ -613,6 +614,8 @@ def settings_of(snap: Snapshot, **overrides) -> Settings:
         elif name == "time_limit" and (isinstance(value, bool) or not isinstance(value, int | float)
                                        or not 0 < value < math.inf):
             raise InputError(name, f"must be a positive finite number of seconds, got {value!r}")
+        elif name == "backend" and value not in BACKENDS:
+            raise InputError(name, f"expected one of {', '.join(BACKENDS)}, got {value!r}")
         base[name] = value
     return Settings(**base)
 
@@ -640,7 +643,7 @@ def _collector_paused(func):
 @_collector_paused
 def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
-           time_limit: float | None = None, timings: bool = False) -> Decision:
+           time_limit: float | None = None, timings: bool = False, backend: str = "auto") -> Decision:
     """One scheduling round: the decision for ``snapshot``.
 
     The snapshot is validated first (:func:`lyra_solver.validate.validate_snapshot`: free for one that
@@ -648,7 +651,8 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     its JSON would be; :func:`lyra_solver.validate_snapshot` also takes a dict in the JSON format). Keyword
     arguments override the snapshot's ``options``; their values come from the vocabularies of
     :mod:`lyra_solver.formulations.vocabulary`. ``timings=True`` adds ``summary.time_s`` (which makes the output
-    differ from run to run).
+    differ from run to run). ``backend`` picks the value table's array library
+    (:func:`lyra_solver.values.resolve_backend`; the numbers agree within float tolerance).
 
     Raises
     ------
@@ -663,7 +667,7 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     t0 = time.perf_counter()
     snapshot = validate_snapshot(snapshot)
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
-                           placement=placement, packing=packing, time_limit=time_limit)
+                           placement=placement, packing=packing, time_limit=time_limit, backend=backend)
     cl = Cluster.of(snapshot)
     rec = reclaim_step(cl, settings)
     log.info("reclaim: %d servers back (%s, %s), %d jobs shrunk, %d preempted", len(rec.servers),

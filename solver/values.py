@@ -8,10 +8,18 @@ For job ``j`` and option ``w`` in ``[min_j, max_j]``::
 All jobs x all options is one padded ``(J, M)`` array, ``M = max_j (max_j - min_j + 1)``, padding masked
 (``sizes[j]`` options valid in row ``j``). :func:`value_table` computes it vectorised with numpy, one pass per
 throughput kind; :func:`value_table_scalar` is the plain per-entry reference it is tested against.
+
+Backends (``backend=``): ``numpy`` (the reference), ``torch`` and ``cupy`` (:mod:`lyra_solver.values_gpu`,
+imported only when chosen), ``auto``: a GPU library only when the table has at least :data:`AUTO_MIN_CELLS`
+cells and a CUDA device is present, numpy otherwise. :func:`value_tables` computes the tables of many
+snapshots in one pass (one launch on a GPU).
 """
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -51,7 +59,55 @@ class ValueTable:
         return int(self.sizes.shape[0])
 
 
-def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> ValueTable:
+#: The backends :func:`value_table` accepts.
+BACKENDS: tuple[str, ...] = ("auto", "numpy", "torch", "cupy")
+
+#: ``backend="auto"`` uses a GPU only for tables of at least this many cells (jobs x options): below it the
+#: host-to-device copies and launches cost more than numpy's whole pass (about 10 ms at 10**6 cells).
+AUTO_MIN_CELLS = 1 << 20
+
+
+@cache
+def _gpu_library() -> str | None:
+    """``torch`` or ``cupy`` when one is installed and sees a CUDA device, else None (imports it to ask)."""
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            return "torch"
+    if importlib.util.find_spec("cupy") is not None:
+        try:
+            import cupy
+
+            if cupy.cuda.runtime.getDeviceCount() > 0:
+                return "cupy"
+        except Exception:  # noqa: BLE001 - cupy raises its own CUDA errors when no driver is present
+            return None
+    return None
+
+
+def resolve_backend(backend: str, cells: int) -> str:
+    """The backend that runs a table of ``cells`` cells: ``numpy``, ``torch`` or ``cupy``.
+
+    ``auto`` imports no GPU library for tables under :data:`AUTO_MIN_CELLS` cells.
+
+    Raises
+    ------
+    ValueError
+        Unknown backend, or a GPU library asked for by name that is not installed.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
+    if backend == "auto":
+        if cells < AUTO_MIN_CELLS:
+            return "numpy"
+        return _gpu_library() or "numpy"
+    if backend != "numpy" and importlib.util.find_spec(backend) is None:
+        raise ValueError(f"backend: {backend!r} is not installed (pip install 'lyra-solver[gpu]' for torch)")
+    return backend
+
+
+def value_table(jobs: Sequence[JobOptions], *, server_gpus: int = 8, backend: str = "auto") -> ValueTable:
     """JCT-reduction values of all jobs x all options in one vectorised pass.
 
     Parameters
@@ -59,9 +115,9 @@ def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> Value
     jobs : list of JobOptions
     server_gpus : int
         Server size used by ``profile`` throughputs to count spanned servers.
-    xp : module
-        Array module (numpy here; :mod:`solver.values_gpu` passes torch or cupy-backed arrays through the
-        same arithmetic).
+    backend : {"auto", "numpy", "torch", "cupy"}
+        See :func:`resolve_backend`. torch and cupy give the numpy numbers within
+        :data:`lyra_solver.values_gpu.RTOL` (float64: ``1e-9`` of ``|T(min)| + |T(w)| + penalty``).
 
     Returns
     -------
@@ -71,6 +127,56 @@ def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> Value
     -----
     Running time O(J * M) array work plus O(J) Python for table throughputs (one ``interp`` each).
     """
+    n = len(jobs)
+    cells = n * max((j.max_workers - j.min_workers + 1 for j in jobs), default=1)
+    chosen = resolve_backend(backend, cells)
+    if chosen != "numpy" and n:
+        from lyra_solver.values_gpu import value_table_gpu
+
+        return value_table_gpu(jobs, server_gpus=server_gpus, backend=chosen)
+    return _value_table_numpy(jobs, server_gpus)
+
+
+def value_tables(batches: Sequence[Sequence[JobOptions]], *, server_gpus: int = 8,
+                 backend: str = "auto") -> list[ValueTable]:
+    """The tables of many job sets (snapshots, what-if variants) in one pass: one launch on a GPU.
+
+    Parameters
+    ----------
+    batches : sequence of sequences of JobOptions
+        Each may be empty.
+    server_gpus, backend
+        As :func:`value_table` (``auto`` counts the cells of all batches together).
+
+    Returns
+    -------
+    list of ValueTable
+        ``out[b]`` equals ``value_table(batches[b], ...)``: same rows, same width (its own widest job).
+
+    Notes
+    -----
+    Running time that of one table of all the jobs (O(sum J_b * max M_b)), then one row slice per batch.
+    """
+    flat = [j for b in batches for j in b]
+    whole = value_table(flat, server_gpus=server_gpus, backend=backend) if flat else None
+    out, start = [], 0
+    for b in batches:
+        n = len(b)
+        if n == 0:
+            z = np.zeros((0, 1))
+            out.append(ValueTable(z, z.astype(np.int64), z.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            continue
+        rows = slice(start, start + n)
+        m = int(whole.sizes[rows].max())
+        out.append(ValueTable(values=whole.values[rows, :m].copy(), weights=whole.weights[rows, :m].copy(),
+                              times=whole.times[rows, :m].copy(), sizes=whole.sizes[rows].copy(),
+                              min_workers=whole.min_workers[rows].copy()))
+        start += n
+    return out
+
+
+def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int) -> ValueTable:
+    """The numpy reference of :func:`value_table`."""
     n = len(jobs)
     mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
     maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
@@ -109,11 +215,9 @@ def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> Value
     gpw = np.fromiter((j.gpus_per_worker for j in jobs), np.int64, n)
     cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
     pen = np.fromiter((j.restart_penalty for j in jobs), np.float64, n)
-    a_rate, a_work, a_w, a_cur, a_pen = (xp.asarray(a) for a in (rate, work, w, cur, pen))
-    times = xp.minimum(a_work[:, None] / a_rate, TIME_CAP)
-    restart = (a_cur[:, None] > 0) & (a_w != a_cur[:, None])
-    values = times[:, :1] - times - a_pen[:, None] * restart
-    values, times = _to_numpy(values), _to_numpy(times)
+    times = np.minimum(work[:, None] / rate, TIME_CAP)
+    restart = (cur[:, None] > 0) & (w != cur[:, None])
+    values = times[:, :1] - times - pen[:, None] * restart
     values = np.where(mask, values, -np.inf)
     weights = gpw[:, None] * (w - mins[:, None])
     return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins)
@@ -124,14 +228,6 @@ def value_table(jobs: list[JobOptions], *, server_gpus: int = 8, xp=np) -> Value
 TIME_CAP = 1e15
 
 _KIND = {PowerThroughput: 0, TableThroughput: 1, ProfileThroughput: 2}
-
-
-def _to_numpy(a) -> np.ndarray:
-    if isinstance(a, np.ndarray):
-        return a
-    if hasattr(a, "get"):  # cupy
-        return a.get()
-    return a.cpu().numpy()  # torch
 
 
 def value_table_scalar(jobs: list[JobOptions], *, server_gpus: int = 8) -> list[list[tuple[int, float]]]:

@@ -17,6 +17,7 @@ Methods (``solve_mckp(..., method=...)``):
 ``highs``  HiGHS through :func:`scipy.optimize.milp` (:mod:`lyra_solver.formulations.mckp.highs`)
 ``greedy`` Lyra-style marginal-gain greedy (:mod:`lyra_solver.formulations.mckp.greedy`)
 ``hull``   convex-hull (LP) greedy (:mod:`lyra_solver.formulations.mckp.hull`)
+``gpu``    dynamic programming over capacity on a GPU (torch or CuPy; :mod:`lyra_solver.formulations.mckp.gpu`)
 ========== ==================================================================================
 """
 from __future__ import annotations
@@ -44,6 +45,7 @@ _REGISTRY: Registry = {
     "highs": ("highs", "solve_highs"),
     "greedy": ("greedy", "solve_greedy"),
     "hull": ("hull", "solve_hull"),
+    "gpu": ("gpu", "solve_gpu"),
 }
 
 #: Other names accepted for a method: ``auto`` is our fastest exact method; ``bb`` names the core search
@@ -51,7 +53,7 @@ _REGISTRY: Registry = {
 ALIASES: dict[str, str] = {"auto": "core", "bb": "core"}
 
 #: Every name accepted by :func:`solve_mckp` (the CLI's choices come from here).
-METHODS: tuple[str, ...] = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull")
+METHODS: tuple[str, ...] = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull", "gpu")
 
 
 def _coerce_problem(problem_or_weights: Any, values: Any, capacity: Any) -> MCKPProblem:

@@ -69,7 +69,7 @@ from lyra_solver.formulations.mckp._lp import (
     undominated,
     upper_hull,
 )
-from lyra_solver.formulations.mckp._numba import get_kernels, numba_available
+from lyra_solver.formulations.mckp._numba import get_kernels, get_prepare, numba_available
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["DEFAULT_MAX_BYTES", "NUMBA_MIN_ITEMS", "Incumbent", "count_numpy", "default_use_numba", "solve_core",
@@ -82,7 +82,7 @@ REL_TOL = 1e-11
 DEFAULT_MAX_BYTES = 1 << 30
 
 #: With ``use_numba=None``, problems with at least this many items use the numba kernels (when installed).
-NUMBA_MIN_ITEMS = 20_000
+NUMBA_MIN_ITEMS = 5_000
 
 #: The LP relaxation of the classes outside the core (:class:`_LPTail`) joins the bound once a step would
 #: create this many candidates, and is rebuilt each time the core has doubled since.
@@ -316,12 +316,22 @@ def step_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap
     return nW, nV, hh, jj, best_v, best_p, best_j
 
 
-def _prepare(problem: MCKPProblem) -> _Prepared | tuple[Undominated, LPRelaxation]:
+def _reduce(problem: MCKPProblem, use_numba: bool) -> tuple[Undominated, Hull]:
+    """Undominated items and upper hulls: one compiled pass over the classes, or the vectorised numpy functions
+    of :mod:`lyra_solver.formulations.mckp._lp` (the same arrays either way)."""
+    fn = get_prepare() if use_numba else None
+    if fn is None or problem.n_classes == 0:
+        red = undominated(problem)
+        return red, upper_hull(red)
+    uw, uv, ui, cnt, hp, hc, hw, hv = fn(problem.weights, problem.values, problem.sizes)
+    return Undominated(uw, uv, ui, cnt), Hull(hp, hc, hw, hv)
+
+
+def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | tuple[Undominated, LPRelaxation]:
     """Phase 1 (see the module docstring); returns the reduced items and the LP when the LP is infeasible or
     integral (nothing left to search)."""
     n = problem.n_classes
-    red = undominated(problem)
-    hull = upper_hull(red)
+    red, hull = _reduce(problem, use_numba)
     lp = lp_relaxation(red, hull, problem.capacity)
     if not lp.feasible or lp.frac_class < 0:
         return red, lp
@@ -448,7 +458,8 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     if use_numba is None:
         use_numba = default_use_numba(problem)
     stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "numba": 0}
-    prep = _prepare(problem)  # the front door answered the empty and the infeasible instances
+    # the front door answered the empty and the infeasible instances
+    prep = _prepare(problem, bool(use_numba))
     if isinstance(prep, tuple):
         red, lp = prep
         stats["free_start"] = cap - lp.weight
@@ -514,7 +525,9 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             need_up = a >= 0 and bool(np.any(feas & (V + lam_up * (cap - W).astype(np.float64) > thr)))
             need_dn = b >= 0 and bool(np.any(~feas & (V + lam_dn * (cap - W).astype(np.float64) > thr)))
             if need_up and need_dn:
-                i = a if alpha - lam_up <= lam_dn - alpha else b
+                d_up, d_dn = alpha - lam_up, lam_dn - alpha
+                # the closer gradient first; on a tie, alternate so that the states stay around the capacity
+                i = a if d_up < d_dn or (d_up == d_dn and len(order) % 2 == 1) else b
             elif need_up or need_dn:
                 i = a if need_up else b
             else:

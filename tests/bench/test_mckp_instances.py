@@ -19,16 +19,22 @@ def test_pisinger_deterministic_and_in_range(kind: str, R: int) -> None:
     assert a.weights.shape == (30, 7) and a.sizes.tolist() == [7] * 30
     assert a.weights.min() >= 1 and a.values.min() >= 1
     wmin, wmax = a.weights.min(axis=1), a.weights.max(axis=1)
-    assert a.capacity == (wmin.sum() + wmax.sum()) // 2 == pisinger_capacity(a.weights, a.sizes)
-    if kind in ("uncorrelated", "weakly", "subset_sum"):
+    if kind == "uncorrelated_binding":
+        # the weight of each class's most valuable item replaces the largest weight: the capacity binds
+        w_best = a.weights[np.arange(30), np.argmax(a.values, axis=1)]
+        assert a.capacity == (wmin.sum() + w_best.sum()) // 2 < w_best.sum()
+    else:
+        assert a.capacity == (wmin.sum() + wmax.sum()) // 2 == pisinger_capacity(a.weights, a.sizes)
+    if kind in ("uncorrelated", "weakly", "subset_sum", "uncorrelated_binding"):
         assert a.weights.max() <= R
     if kind == "subset_sum":
         assert np.array_equal(a.values, a.weights.astype(float))
     if kind == "weakly":
         assert np.all(np.abs(a.values - a.weights) <= 10)
-    if kind == "strongly":
-        # prefix sums of items with p' = w' + 10: p_j - w_j = 10 (j + 1), increments sorted by weight
-        assert np.array_equal(a.values - a.weights, np.tile(10.0 * np.arange(1, 8), (30, 1)))
+    if kind in ("strongly", "strongly_kp"):
+        # prefix sums of items with p' = w' + d (d = 10, or R/10 for the knapsack definition): p_j - w_j = d (j + 1)
+        d = 10.0 if kind == "strongly" else R // 10
+        assert np.array_equal(a.values - a.weights, np.tile(d * np.arange(1, 8), (30, 1)))
         inc = np.diff(a.weights, axis=1)
         assert np.all(np.diff(inc, axis=1) >= 0)
 

@@ -195,3 +195,20 @@ def test_path_does_not_depend_on_what_ran_before():
     for run in runs:
         for key in ("numba", "numpy", "default"):
             assert run[key] == first
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_compiled_reduction_equals_numpy_reduction(inst):
+    """Undominated items and hulls from the compiled pass: the same arrays as the numpy functions."""
+    from lyra_solver.formulations.mckp._lp import undominated, upper_hull
+    from lyra_solver.formulations.mckp._numba import get_prepare
+
+    weights, values, capacity = inst
+    p = MCKPProblem.from_ragged(weights, values, capacity)
+    red = undominated(p)
+    hull = upper_hull(red)
+    got = get_prepare()(p.weights, p.values, p.sizes)
+    ref = (red.weights, red.values, red.items, red.counts, hull.pos, hull.counts, hull.weights, hull.values)
+    for a, b in zip(got, ref, strict=True):
+        assert a.shape == b.shape and np.array_equal(a, b)
