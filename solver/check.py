@@ -689,6 +689,21 @@ def check_decision(snapshot: Any, decision: Any) -> list[Violation]:
     References
     ----------
     DESIGN.md, "The model" and "Formats" (format_version 1).
+
+    Examples
+    --------
+    >>> from lyra_solver import check_decision
+    >>> snap = {"format_version": 1, "servers": [{"id": "t0", "pool": "training", "gpus": 8}],
+    ...         "jobs": [{"id": "a", "min_workers": 2, "max_workers": 4, "remaining_work": 1e5,
+    ...                   "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}}]}
+    >>> ok = {"format_version": 1, "servers": {"reclaim": [], "loan": []},
+    ...       "jobs": {"a": {"action": "run", "workers": 4, "placement": {"t0": 4}, "changed": True}}}
+    >>> check_decision(snap, ok)
+    []
+    >>> bad = {"format_version": 1, "servers": {"reclaim": [], "loan": []},
+    ...        "jobs": {"a": {"action": "run", "workers": 6, "placement": {"t0": 6}, "changed": True}}}
+    >>> [v.rule for v in check_decision(snap, bad)]
+    ['workers-out-of-range']
     """
     snapshot, decision = _plain(snapshot), _plain(decision)  # typed objects are read as their JSON
     try:

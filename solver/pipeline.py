@@ -711,6 +711,28 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
         A snapshot or option that breaks a rule of the format (the field path or argument name, and why).
     TypeError
         ``snapshot`` is not a :class:`Snapshot`.
+
+    Examples
+    --------
+    One 8-GPU training server, one loaned inference server that inference wants back, a running elastic job
+    on both and a queued one: the loaned server goes back, the running job shrinks onto the training server
+    and the queued job gets its base demand beside it.
+
+    >>> from lyra_solver import decide, parse_snapshot
+    >>> snap = parse_snapshot(b'''{"format_version": 1,
+    ...   "servers": [{"id": "t0", "pool": "training", "gpus": 8},
+    ...               {"id": "i0", "pool": "inference", "gpus": 8, "state": "loaned"}],
+    ...   "inference": {"reclaim": 1},
+    ...   "jobs": [{"id": "a", "min_workers": 2, "max_workers": 8, "remaining_work": 1e6,
+    ...             "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0},
+    ...             "placement": {"t0": 4, "i0": 4}},
+    ...            {"id": "b", "min_workers": 2, "max_workers": 2, "remaining_work": 1e5,
+    ...             "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}}]}''')
+    >>> d = decide(snap, allocation="exact")
+    >>> d.servers.reclaim, d.jobs["a"].placement, d.jobs["b"].action, d.jobs["b"].placement
+    (['i0'], {'t0': 6}, 'run', {'t0': 2})
+    >>> d.summary.methods["allocation"], d.summary.preemptions
+    ('mckp-core', 0)
     """
     if not isinstance(snapshot, Snapshot):
         raise TypeError(f"decide: snapshot must be a lyra_solver.Snapshot (from parse_snapshot or load_snapshot), "

@@ -45,6 +45,8 @@ FRONT_DOORS = [
     ("lyra_solver.heuristics.placement", "best_fit_decreasing"),
     ("lyra_solver.heuristics.queue", "queue_order"),
     ("lyra_solver.apply", "apply_decision"),
+    ("lyra_solver.pipeline", "decide"),
+    ("lyra_solver.check", "check_decision"),
 ]
 
 
