@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bool_vector", "float_array", "index_vector", "int_vector"]
+__all__ = ["bool_vector", "float_array", "index_vector", "int_vector", "nonnegative_int"]
 
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
@@ -64,6 +64,23 @@ def int_vector(value: Any, name: str, *, length: int | None = None, low: int | N
         where = arr < low
         raise ValueError(f"{name}{_first(where)}: must be >= {low}, got {int(arr[where][0])}")
     return _readonly(arr)
+
+
+def nonnegative_int(value: Any, name: str) -> int:
+    """An integer ``>= 0`` (an integral float is accepted; booleans are not).
+
+    >>> nonnegative_int(-1, "count")
+    Traceback (most recent call last):
+    ...
+    ValueError: count: must be >= 0, got -1
+    """
+    arr = np.asarray(value)
+    if arr.ndim != 0 or arr.dtype.kind not in "iuf" or not np.isfinite(arr) or float(arr) != np.floor(float(arr)):
+        raise ValueError(f"{name}: expected an integer, got {value!r}")
+    number = int(arr)
+    if number < 0:
+        raise ValueError(f"{name}: must be >= 0, got {number}")
+    return number
 
 
 def index_vector(value: Any, name: str, *, length: int | None, bound: int, of: str) -> np.ndarray:

@@ -1,8 +1,9 @@
 """Published heuristics and baselines: Lyra's greedy reclaim, queue orders, best-fit-decreasing placement.
 
 Imports ``formulations`` (problem types and results), never ``solver`` or ``bench``. The MCKP heuristics
-(greedy on marginal gain, convex-hull greedy) live in :mod:`lyra_solver.formulations.mckp.greedy` because the MCKP
-front door offers them as methods and ``formulations`` may import nothing of the project.
+(greedy on marginal gain, convex-hull greedy) live in :mod:`lyra_solver.formulations.mckp.greedy` and
+:mod:`lyra_solver.formulations.mckp.hull` because the MCKP front door offers them as methods and
+``formulations`` may import nothing of the project.
 """
 from lyra_solver.heuristics.placement import best_fit_decreasing
 from lyra_solver.heuristics.queue import queue_order

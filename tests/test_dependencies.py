@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("solver", "formulations", "heuristics", "bench")
 #: Distribution name -> the module it installs, where the two differ.
-MODULE_OF = {"pyyaml": "yaml"}
+MODULE_OF = {"pyyaml": "yaml", "cupy_cuda13x": "cupy"}
 #: Extras whose library is imported by work announced in the design but not landed yet (name -> where).
 PENDING = {"torch": "solver/values_gpu.py, the value table on a GPU (issue 14)"}
 #: Extras used as tools or by the tests, not imported by the package.

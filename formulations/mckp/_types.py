@@ -284,18 +284,6 @@ class MCKPResult(SolveResult):
     choice: tuple[int, ...] | None
     stats: Mapping[str, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The DESIGN "MCKP instance" answer as a plain dict."""
-        return {
-            "status": str(self.status),
-            "objective": self.objective,
-            "bound": self.bound,
-            "gap": self.gap,
-            "choice": None if self.choice is None else list(self.choice),
-            "time_s": self.time_s,
-            "method": self.method,
-        }
-
 
 def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None, bound: float | None, *,
                 proven: bool, start: float, method: str, backend_status: str,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from lyra_solver.formulations._arrays import float_array, index_vector, int_vector
+from lyra_solver.formulations._arrays import float_array, index_vector, int_vector, nonnegative_int
 from lyra_solver.formulations._result import SolveResult, Status
 
 __all__ = ["ReclaimProblem", "ReclaimResult", "evaluate_reclaim", "gpus_unreachable", "infeasible_result",
@@ -94,7 +94,7 @@ class ReclaimProblem:
         for name in ("count", "min_gpus"):
             value = getattr(self, name)
             if value is not None:
-                put(self, name, int(int_vector([value], name, low=0)[0]))
+                put(self, name, nonnegative_int(value, name))
         gpus = int_vector(self.server_gpus, "server_gpus", low=0)
         put(self, "server_gpus", gpus)
         workers = int_vector(self.job_workers, "job_workers", low=0)

@@ -193,16 +193,15 @@ def test_results_json_schema_and_plots(tmp_path, monkeypatch):
     (["mckp", "--jobs", "x"], "--jobs"),
     (["mckp", "--backend", "spark"], "--backend"),
     (["mckp", "--servers", "10"], "--servers"),
-    ([], ""),
+    ([], "SUITE"),
 ])
 def test_cli_usage_errors_exit_2_with_one_line(argv, needle):
     res = subprocess.run([sys.executable, "-m", "lyra_solver", "bench", *argv], capture_output=True, text=True,
                          cwd=ROOT, timeout=120)
     assert res.returncode == 2, res
-    if needle:
-        lines = res.stderr.strip().splitlines()
-        assert len(lines) == 1 and needle in lines[0], res.stderr
-        assert "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], res.stderr
+    assert res.stdout == ""
 
 
 def test_cli_help_and_parse_of_the_decide_size():

@@ -358,10 +358,9 @@ def test_dp_time_limit_uses_greedy_incumbent() -> None:
     assert res.status in (Status.FEASIBLE, Status.OPTIMAL) and res.choice is not None
 
 
-def test_result_to_dict_and_methods() -> None:
+def test_result_fields_and_methods() -> None:
     res = solve_mckp([[0, 1]], [[0.0, 1.0]], 1)
-    d = res.to_dict()
-    assert d["status"] == "optimal" and d["choice"] == [1] and d["objective"] == 1.0
+    assert res.status == "optimal" and res.choice == (1,) and res.objective == 1.0 and res.success
     assert res.method == "core"
     assert solve_mckp([[0, 1]], [[0.0, 1.0]], 1, method="bb").method == "bb"
     with pytest.raises(ValueError, match="method"):

@@ -38,7 +38,9 @@ def test_reclaim_problem_is_read_only_and_copied() -> None:
     ({"host_count": [3, 2, 1]}, "host_count: job 0 has 5 workers"),
     ({"count": None}, "count: give exactly one"),
     ({"min_gpus": 8}, "count: give exactly one"),
-    ({"count": -1}, "count[0]: must be >= 0"),
+    ({"count": -1}, "count: must be >= 0"),
+    ({"count": 1.5}, "count: expected an integer"),
+    ({"count": None, "min_gpus": True}, "min_gpus: expected an integer"),
     ({"shrink_loss": [[0.0, 1.0]]}, "shrink_loss: expected shape"),
     ({"shrink_loss": [[0.0, np.inf], [0.0, 1.0]]}, "shrink_loss[0][1]: must be finite"),
 ])
