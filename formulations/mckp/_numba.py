@@ -187,86 +187,102 @@ def _make_prepare() -> Callable:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def reduce_classes(weights, values, sizes):  # pragma: no cover - compiled
-        """Undominated items and upper hull of every class, as ``_lp.undominated`` and ``_lp.upper_hull``."""
-        n, m = weights.shape
-        uw = np.zeros((n, m), dtype=np.int64)
-        uv = np.zeros((n, m), dtype=np.float64)
-        ui = np.zeros((n, m), dtype=np.int64)
-        cnt = np.zeros(n, dtype=np.int64)
-        hp = np.zeros((n, m), dtype=np.int64)
-        hc = np.zeros(n, dtype=np.int64)
-        order = np.empty(m, dtype=np.int64)
-        for i in range(n):
-            k = sizes[i]
-            inc = True
-            for j in range(1, k):
-                if weights[i, j] <= weights[i, j - 1]:
-                    inc = False
-                    break
-            for j in range(k):
-                order[j] = j
-            if not inc:
-                # insertion sort by (weight asc, value desc, index asc): the lexsort of the numpy path
-                for a in range(1, k):
-                    x = order[a]
-                    b = a - 1
-                    while b >= 0:
-                        y = order[b]
-                        if weights[i, y] > weights[i, x] or (weights[i, y] == weights[i, x]
-                                                            and (values[i, y] < values[i, x]
-                                                                 or (values[i, y] == values[i, x] and y > x))):
-                            order[b + 1] = y
-                            b -= 1
-                        else:
-                            break
-                    order[b + 1] = x
-            c = 0
-            best = -np.inf
-            for a in range(k):
+    def _class_hull(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
+        """Undominated items (into ``cw, cv, ci``) and hull positions (into ``hp``) of class ``i``; returns
+        their counts."""
+        inc = True
+        for j in range(1, k):
+            if weights[i, j] <= weights[i, j - 1]:
+                inc = False
+                break
+        for j in range(k):
+            order[j] = j
+        if not inc:
+            # insertion sort by (weight asc, value desc, index asc): the lexsort of the numpy path
+            for a in range(1, k):
                 x = order[a]
-                if a == 0 or values[i, x] > best:
-                    uw[i, c] = weights[i, x]
-                    uv[i, c] = values[i, x]
-                    ui[i, c] = x
-                    c += 1
-                if values[i, x] > best:
-                    best = values[i, x]
-            cnt[i] = c
-            # upper hull: monotone chain, popping a vertex on or below the segment
-            top = 1
-            hp[i, 0] = 0
-            for j in range(1, c):
-                wj = float(uw[i, j])
-                vj = uv[i, j]
-                while top >= 2:
-                    a_ = hp[i, top - 2]
-                    b_ = hp[i, top - 1]
-                    wa = float(uw[i, a_])
-                    va = uv[i, a_]
-                    wb = float(uw[i, b_])
-                    vb = uv[i, b_]
-                    if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
-                        top -= 1
+                b = a - 1
+                while b >= 0:
+                    y = order[b]
+                    if weights[i, y] > weights[i, x] or (weights[i, y] == weights[i, x]
+                                                        and (values[i, y] < values[i, x]
+                                                             or (values[i, y] == values[i, x] and y > x))):
+                        order[b + 1] = y
+                        b -= 1
                     else:
                         break
-                hp[i, top] = j
-                top += 1
-            hc[i] = top
-            for j in range(top, c):
-                hp[i, j] = 0
+                order[b + 1] = x
+        c = 0
+        best = -np.inf
+        for a in range(k):
+            x = order[a]
+            if a == 0 or values[i, x] > best:
+                cw[c] = weights[i, x]
+                cv[c] = values[i, x]
+                ci[c] = x
+                c += 1
+            if values[i, x] > best:
+                best = values[i, x]
+        # upper hull: monotone chain, popping a vertex on or below the segment
+        top = 1
+        hp[0] = 0
+        for j in range(1, c):
+            wj = float(cw[j])
+            vj = cv[j]
+            while top >= 2:
+                a_ = hp[top - 2]
+                b_ = hp[top - 1]
+                wa = float(cw[a_])
+                va = cv[a_]
+                wb = float(cw[b_])
+                vb = cv[b_]
+                if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
+                    top -= 1
+                else:
+                    break
+            hp[top] = j
+            top += 1
+        return c, top
+
+    @numba.njit(cache=True, nogil=True)
+    def reduce_classes(weights, values, sizes):  # pragma: no cover - compiled
+        """Undominated items and upper hull of every class, as ``_lp.undominated`` and ``_lp.upper_hull``.
+
+        Two passes over the classes (counts, then the outputs at their exact widths), so no padded
+        intermediate array is allocated or copied."""
+        n, m = weights.shape
+        order = np.empty(max(m, 1), dtype=np.int64)
+        cw = np.empty(max(m, 1), dtype=np.int64)
+        cv = np.empty(max(m, 1), dtype=np.float64)
+        ci = np.empty(max(m, 1), dtype=np.int64)
+        chp = np.empty(max(m, 1), dtype=np.int64)
+        cnt = np.zeros(n, dtype=np.int64)
+        hc = np.zeros(n, dtype=np.int64)
         u = 0
         h = 0
         for i in range(n):
-            u = max(u, cnt[i])
-            h = max(h, hc[i])
+            c, top = _class_hull(weights, values, i, sizes[i], order, cw, cv, ci, chp)
+            cnt[i] = c
+            hc[i] = top
+            u = max(u, c)
+            h = max(h, top)
+        uw = np.zeros((n, u), dtype=np.int64)
+        uv = np.zeros((n, u), dtype=np.float64)
+        ui = np.zeros((n, u), dtype=np.int64)
+        hp = np.zeros((n, h), dtype=np.int64)
         hw = np.zeros((n, h), dtype=np.int64)
         hv = np.zeros((n, h), dtype=np.float64)
         for i in range(n):
-            for j in range(hc[i]):
-                hw[i, j] = uw[i, hp[i, j]]
-                hv[i, j] = uv[i, hp[i, j]]
-        return (uw[:, :u].copy(), uv[:, :u].copy(), ui[:, :u].copy(), cnt, hp[:, :h].copy(), hc, hw, hv)
+            c, top = _class_hull(weights, values, i, sizes[i], order, cw, cv, ci, chp)
+            for j in range(c):
+                uw[i, j] = cw[j]
+                uv[i, j] = cv[j]
+                ui[i, j] = ci[j]
+            for j in range(top):
+                hp[i, j] = chp[j]
+                hw[i, j] = cw[chp[j]]
+                hv[i, j] = cv[chp[j]]
+        return uw, uv, ui, cnt, hp, hc, hw, hv
 
     return reduce_classes
 
