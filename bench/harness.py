@@ -652,7 +652,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], Config, int]:
             if s not in names:
                 names.append(s)
         else:
-            raise _UsageError(f"unknown suite {s!r}; expected one of {', '.join([*SUITES, 'all'])}")
+            raise _UsageError(f"unknown suite {s!r}; expected one of {', '.join([*SUITES, 'all'])} (or fuzz)")
     snapshot_jobs = None
     jobs = args.processes
     if args.jobs is not None:
@@ -721,6 +721,10 @@ def run_and_write(names: list[str], cfg: Config, *, jobs: int, backend: str, add
 def main(argv: list[str] | None = None) -> int:
     """``lyra-solver bench ...``: exit 0 done, 2 bad usage (one line on stderr), 3 an internal error."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "fuzz":  # `lyra-solver bench fuzz`: hostile inputs through the CLI (issue 9)
+        from lyra_solver.bench.fuzz import main as fuzz_main
+
+        return fuzz_main(argv[1:], prog="lyra-solver bench fuzz")
     if argv and argv[0] in ("-h", "--help"):
         build_parser().print_help()
         return 0

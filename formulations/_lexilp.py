@@ -121,7 +121,7 @@ class LexAnswer:
 
 
 def solve_lex(model: Milp, objectives: list[tuple[list[int], list[int]]], *, method: str,
-              time_limit: float | None, num_workers: int) -> LexAnswer:
+              time_limit: float | None, num_workers: int, deterministic: bool = False) -> LexAnswer:
     """Minimise integer objectives lexicographically: each stage fixes the previous optima.
 
     A stage that ends without proof keeps the previous stages' solution (its own if it improved it).
@@ -137,6 +137,10 @@ def solve_lex(model: Milp, objectives: list[tuple[list[int], list[int]]], *, met
         Seconds for all stages together; a stage that finds no time left is skipped.
     num_workers : int
         Solver threads.
+    deterministic : bool
+        CP-SAT: one worker, a fixed seed, and ``time_limit`` counted in CP-SAT's deterministic time (about a
+        second of work per unit, shared by the stages) instead of wall time, so that the answer does not
+        depend on machine load; the wall time is then not bounded by ``time_limit``.
 
     Returns
     -------
@@ -150,7 +154,8 @@ def solve_lex(model: Milp, objectives: list[tuple[list[int], list[int]]], *, met
                   imps=model.imps)
     objectives = [_merge(i, c) for i, c in objectives]
     if method == "cpsat":
-        return _solve_lex_cpsat(model, objectives, time_limit=time_limit, num_workers=num_workers)
+        return _solve_lex_cpsat(model, objectives, time_limit=time_limit, num_workers=num_workers,
+                                deterministic=deterministic)
     if method == "cbc":
         return _solve_lex_cbc(model, objectives, time_limit=time_limit, num_workers=num_workers)
     raise ValueError(f"unknown method {method!r}: expected 'cpsat' or 'cbc'")
@@ -162,7 +167,7 @@ def _remaining(deadline: float | None) -> float | None:
     return max(0.0, deadline - time.perf_counter())
 
 
-def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers) -> LexAnswer:
+def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, deterministic: bool = False) -> LexAnswer:
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
@@ -180,6 +185,7 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers) -> Lex
         m.add_implication(vs[a], vs[b])
 
     deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+    det_used = 0.0
     values: list[int] | None = None
     first_status = Status.NO_SOLUTION
     first_bound = None
@@ -193,13 +199,23 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers) -> Lex
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = max(1, int(num_workers))
         solver.parameters.linearization_level = 2
-        left = _remaining(deadline)
+        if deterministic:
+            solver.parameters.num_workers = 1
+            solver.parameters.random_seed = 0
+            if time_limit is not None:
+                det_left = float(time_limit) - det_used
+                if stage > 0 and det_left <= 0.0:
+                    names.append("SKIPPED")
+                    break
+                solver.parameters.max_deterministic_time = max(det_left, 0.001)
+        left = None if deterministic else _remaining(deadline)
         if left is not None:
             if stage > 0 and left <= 0.0:
                 names.append("SKIPPED")
                 break
             solver.parameters.max_time_in_seconds = max(left, 0.001)
         st = solver.solve(m)
+        det_used += solver.response_proto.deterministic_time
         names.append(code.get(st, str(st)))
         if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             values = [int(solver.value(v)) for v in vs]

@@ -52,7 +52,7 @@ def resolve(package: str, registry: Registry, method: str, options: Mapping[str,
     ...         "cpsat", {"threads": 2})
     Traceback (most recent call last):
     ...
-    ValueError: threads: not an option of method 'cpsat' (its options: num_workers)
+    ValueError: threads: not an option of method 'cpsat' (its options: num_workers, deterministic)
     """
     aliases = aliases or {}
     names = tuple(registry) if names is None else names

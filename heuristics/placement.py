@@ -12,6 +12,7 @@ algorithms", MIT 1973 (best fit decreasing).
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,23 +21,34 @@ from lyra_solver.formulations.vocabulary import Tier
 
 
 class FreeIndex:
-    """Servers bucketed by free GPUs, per tier: best fit and largest in O(max GPUs) per query.
+    """Servers bucketed by free GPUs, per tier: best fit and largest over the distinct free counts.
 
-    Free GPUs of a server may only go down while the index is in use (placement never frees GPUs), so a
-    server enters each bucket at most once; stale entries are skipped lazily. Ties pick the server that
-    entered the bucket last among the lowest indices first pushed, which is deterministic.
+    Buckets are kept only for the free counts that occur (a sorted key list per tier), so memory and query
+    time follow the number of distinct free counts, never the size of the largest server (a server of
+    2**31 - 1 GPUs costs one bucket). Free GPUs of a server may only go down while the index is in use
+    (placement never frees GPUs), so a server enters each bucket at most once; stale entries are skipped
+    lazily. Ties pick the server that entered the bucket last among the lowest indices first pushed, which
+    is deterministic.
     """
 
     def __init__(self, free: np.ndarray, tier: np.ndarray, n_tiers: int) -> None:
         self.free = [int(x) for x in free]
         self.tier = [int(t) for t in tier]
         self.top = max(self.free, default=0)
-        self.buckets = [[[] for _ in range(self.top + 1)] for _ in range(n_tiers)]
-        self.count = [[0] * (self.top + 1) for _ in range(n_tiers)]  # exact servers per (tier, free)
+        self.buckets: list[dict[int, list[int]]] = [{} for _ in range(n_tiers)]
+        self.keys: list[list[int]] = [[] for _ in range(n_tiers)]  # sorted free counts with a bucket
+        self.count: list[dict[int, int]] = [{} for _ in range(n_tiers)]  # exact servers per (tier, free)
         for s in range(len(self.free) - 1, -1, -1):  # lowest index on top of each stack
             if self.free[s] > 0:
-                self.buckets[self.tier[s]][self.free[s]].append(s)
-                self.count[self.tier[s]][self.free[s]] += 1
+                self._push(self.tier[s], self.free[s], s)
+
+    def _push(self, t: int, f: int, s: int) -> None:
+        stack = self.buckets[t].get(f)
+        if stack is None:
+            stack = self.buckets[t][f] = []
+            bisect.insort(self.keys[t], f)
+        stack.append(s)
+        self.count[t][f] = self.count[t].get(f, 0) + 1
 
     def _peek(self, t: int, f: int) -> int | None:
         stack = self.buckets[t][f]
@@ -47,36 +59,48 @@ class FreeIndex:
             stack.pop()
         return None
 
+    def _drop_empty(self, t: int, f: int) -> None:
+        del self.buckets[t][f]
+        keys = self.keys[t]
+        del keys[bisect.bisect_left(keys, f)]
+
     def best_fit(self, t: int, need: int) -> int | None:
         """Server of tier ``t`` with the fewest free GPUs that still has ``need``."""
-        for f in range(max(need, 1), self.top + 1):
+        keys = self.keys[t]
+        i = bisect.bisect_left(keys, max(need, 1))
+        while i < len(keys):
+            f = keys[i]
             s = self._peek(t, f)
             if s is not None:
                 return s
+            self._drop_empty(t, f)
         return None
 
     def largest(self, t: int) -> int | None:
         """Server of tier ``t`` with the most free GPUs (None when all are full)."""
-        for f in range(self.top, 0, -1):
+        keys = self.keys[t]
+        while keys:
+            f = keys[-1]
             s = self._peek(t, f)
             if s is not None:
                 return s
+            self._drop_empty(t, f)
         return None
 
     def capacity(self, g: int, tiers: tuple[int, ...]) -> int:
         """How many workers of ``g`` GPUs the servers of ``tiers`` can still hold."""
-        return sum(c * (f // g) for t in tiers for f, c in enumerate(self.count[t]) if f >= g)
+        return sum(c * (f // g) for t in tiers for f, c in self.count[t].items() if f >= g)
 
     def take(self, s: int, gpus: int) -> None:
         f = self.free[s] - gpus
         if f < 0:
             raise ValueError(f"server {s} over-committed")
         t = self.tier[s]
-        self.count[t][self.free[s]] -= 1 if self.free[s] > 0 else 0
+        if self.free[s] > 0:
+            self.count[t][self.free[s]] -= 1
         self.free[s] = f
         if f > 0:
-            self.buckets[t][f].append(s)
-            self.count[t][f] += 1
+            self._push(t, f, s)
 
     def place(self, n: int, g: int, tiers: tuple[int, ...], out: dict[int, int]) -> int:
         """Put up to ``n`` workers of ``g`` GPUs on servers of ``tiers`` (in order); return how many fit.

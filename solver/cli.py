@@ -56,7 +56,7 @@ def cmd_decide(args) -> int:
     snap = io.load_snapshot(args.snapshot)
     decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
                       placement=args.placement, packing=args.packing, time_limit=args.time_limit,
-                      timings=args.timings, backend=args.backend)
+                      timings=args.timings, backend=args.backend, deterministic=args.deterministic)
     if args.format == "json":
         data = io.encode(decision)
     elif args.format == "pretty":
@@ -250,12 +250,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--packing", choices=PACKINGS,
                    help="GPU sharing after placement (default: options.packing, else off)")
     d.add_argument("--time-limit", type=_positive_float, metavar="S",
-                   help="seconds per exact step (default: options.time_limit, else 1.0)")
+                   help="seconds for the exact steps of the round together (default: options.time_limit, else 1.0)")
     d.add_argument("--format", choices=FORMATS, default="json",
                    help="json: canonical one-line JSON; pretty: indented JSON; table: what changes, for a person")
     d.add_argument("--timings", action="store_true", help="add summary.time_s (output then varies run to run)")
     d.add_argument("--backend", choices=["auto", "numpy", "torch", "cupy"], default="auto",
                    help="value-table array library (auto: a GPU only for large tables)")
+    d.add_argument("--deterministic", action="store_true",
+                   help="exact steps on deterministic limits (CP-SAT deterministic time, one worker, fixed seed): "
+                        "the same answer under any machine load; wall time may then exceed --time-limit")
 
     c = _add(sub, "check", "independent feasibility check of a decision (exit 1 naming each broken rule)",
              cmd_check)

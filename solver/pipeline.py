@@ -25,6 +25,7 @@ preemption cost, JCT-reduction values, knapsack-driven scaling).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
 import math
 import time
@@ -59,7 +60,7 @@ from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
 from lyra_solver.validate import validate_snapshot
-from lyra_solver.values import BACKENDS, JobOptions, ValueTable, value_table
+from lyra_solver.values import BACKENDS, TIME_CAP, JobOptions, ValueTable, option_grid, value_table
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,17 @@ class Settings:
     time_limit: float
     timings: bool = False
     backend: str = "auto"  # value-table backend (values.BACKENDS)
+    #: exact steps on deterministic limits (CP-SAT's deterministic time, the MCKP core's memory limit) instead
+    #: of wall time: the same answer whatever the machine's load (README "Limits")
+    deterministic: bool = False
+    #: ``time.perf_counter()`` by which the round's exact steps stop (wall clock; not used when deterministic)
+    deadline: float = math.inf
+
+    def left(self) -> float:
+        """Seconds an exact step may use now: what is left of the round's ``time_limit`` (at least 1 ms)."""
+        if self.deterministic or self.deadline == math.inf:
+            return self.time_limit
+        return max(min(self.time_limit, self.deadline - time.perf_counter()), 0.001)
 
 
 #: Each option of :func:`decide` and the vocabulary it takes its value from.
@@ -175,7 +187,7 @@ def reclaim_step(cl: Cluster, settings: Settings) -> Reclaimed:
     if settings.reclaim == "exact":
         from lyra_solver.formulations.reclaim import solve_reclaim
 
-        res = solve_reclaim(problem, method="cpsat", time_limit=settings.time_limit)
+        res = solve_reclaim(problem, method="cpsat", time_limit=settings.left(), deterministic=settings.deterministic)
         if res.status not in (Status.OPTIMAL, Status.FEASIBLE):
             log.warning("exact reclaim gave %s; falling back to greedy", res.status)
             res = None
@@ -491,6 +503,7 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
         top = c if j in adm.donors else min(job.max_workers, job.min_workers + capacity // job.gpus_per_worker)
         opts.append(JobOptions(job.throughput, job.min_workers, top, job.remaining_work,
                                job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0))
+    opts, thinned = _thin(opts)
     if not jobs:
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
@@ -504,13 +517,44 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
                                                                        table.values[elastic], 0.0),
                                       table.sizes[elastic], capacity)
     method = ALLOCATION_METHOD[settings.allocation]
-    res = solve_mckp(problem, method=method, time_limit=settings.time_limit)
+    # deterministic: the MCKP core stops on its memory limit only (wall time would make answers load-dependent)
+    res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
     if res.choice is None:
         log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
         res = solve_mckp(problem, method="hull")
-    targets[elastic] += np.asarray(res.choice, dtype=np.int64)
+    base, step, _ = option_grid([opts[i] for i in elastic.tolist()])
+    choice = np.asarray(res.choice, dtype=np.int64)
+    targets[elastic] = np.clip(base + choice * step, table.min_workers[elastic],
+                               np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size))
     report = StepReport.of(res, method=f"mckp-{res.method}")
+    if thinned:  # optimal over the thinned options only: no proof for the full table
+        report = StepReport.of(res, method=f"mckp-{res.method}-thinned", status="feasible", bound=None, gap=None)
     return Scaled(jobs, table, targets, report)
+
+
+#: Largest value table (elastic jobs x widest option list, after options heavier than the capacity are cut)
+#: that the scale step builds: about 8 bytes x 8 arrays per cell. Wider rows are thinned to fit (see _thin).
+MAX_TABLE_CELLS = 1_000_000
+
+
+def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
+    """Keep the value table within :data:`MAX_TABLE_CELLS`: rows wider than the cells allow per job get an
+    evenly spaced grid of worker counts (min, max and the current count kept; see
+    :func:`~lyra_solver.values.option_grid`). Returns the options and whether any row was thinned."""
+    widths = np.fromiter((o.max_workers - o.min_workers + 1 for o in opts), np.int64, len(opts))
+    elastic = int((widths > 1).sum())
+    if elastic == 0 or elastic * int(widths.max()) <= MAX_TABLE_CELLS:
+        return opts, False
+    cap = max(MAX_TABLE_CELLS // elastic, 3)
+    out = []
+    for o, width in zip(opts, widths.tolist(), strict=True):
+        if width > cap:
+            step = -(-(width - 1) // (cap - 2))  # (cap - 2) steps span the row, plus room for the anchor
+            o = o._replace(step=step)
+        out.append(o)
+    log.warning("value table thinned: %d elastic jobs x up to %d options > %d cells; the allocation is optimal "
+                "over the thinned options only", elastic, int(widths.max()), MAX_TABLE_CELLS)
+    return out, True
 
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:
@@ -579,7 +623,7 @@ def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport
         server_free=problem.server_free[keep], server_loaned=problem.server_loaned[keep], job_workers=out.placed,
         job_base=problem.job_base, job_gpus_per_worker=problem.job_gpus_per_worker, cur_job=problem.cur_job,
         cur_server=[remap[int(s)] for s in problem.cur_server], cur_count=problem.cur_count)
-    res = solve_placement(sub, method="cpsat", time_limit=settings.time_limit)
+    res = solve_placement(sub, method="cpsat", time_limit=settings.left(), deterministic=settings.deterministic)
     if res.placement is None or res.status not in (Status.OPTIMAL, Status.FEASIBLE):
         log.warning("exact placement gave %s; keeping best fit decreasing", res.status)
         return per_job, StepReport("bfd-fallback", "feasible")
@@ -617,7 +661,8 @@ def settings_of(snap: Snapshot, **overrides) -> Settings:
 
 def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
-           time_limit: float | None = None, timings: bool = False, backend: str = "auto") -> Decision:
+           time_limit: float | None = None, timings: bool = False, backend: str = "auto",
+           deterministic: bool = False) -> Decision:
     """One scheduling round: the decision for ``snapshot``.
 
     The snapshot is validated first (:func:`lyra_solver.validate.validate_snapshot`: free for one that
@@ -642,6 +687,8 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     snapshot = validate_snapshot(snapshot)
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
                            placement=placement, packing=packing, time_limit=time_limit, backend=backend)
+    # the exact steps share the round's time limit (each gets what is left), or use deterministic limits
+    settings = dataclasses.replace(settings, deterministic=bool(deterministic), deadline=t0 + settings.time_limit)
     cl = Cluster.of(snapshot)
     rec = reclaim_step(cl, settings)
     log.info("reclaim: %d servers back (%s, %s), %d jobs shrunk, %d preempted", len(rec.servers),
@@ -668,9 +715,24 @@ def _times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:
     snap_jobs = cl.snap.jobs
     make = JobOptions._make
     opts = [make((job.throughput, job.min_workers, job.min_workers, job.remaining_work, job.gpus_per_worker, 0,
-                  0.0)) for job in map(snap_jobs.__getitem__, jobs)]
+                  0.0, 1)) for job in map(snap_jobs.__getitem__, jobs)]
     t = value_table(opts, server_gpus=cl.server_gpus).times[:, 0]
     return dict(zip(jobs, t.tolist(), strict=True))
+
+
+def _value_of(cl: Cluster, rec: Reclaimed, adm: Admitted, j: int, w: int) -> float:
+    """Value of job ``j`` at ``w`` workers computed as the value table does, for a ``w`` off a thinned row."""
+    from lyra_solver.throughput import rate_one
+
+    job = cl.snap.jobs[j]
+
+    def t(n: int) -> float:
+        r = rate_one(job.throughput, n, gpus_per_worker=job.gpus_per_worker, server_gpus=cl.server_gpus)
+        return min(job.remaining_work / r, TIME_CAP)
+
+    c = 0 if j in adm.admitted else sum(adm.placement[j].values())
+    untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
+    return t(job.min_workers) - t(w) - (job.restart_penalty if untouched and w != c else 0.0)
 
 
 def _decision(cl: Cluster, rec: Reclaimed, borrowed, adm: Admitted, sc: Scaled, pl: Placed, settings: Settings,
@@ -687,7 +749,13 @@ def _decision(cl: Cluster, rec: Reclaimed, borrowed, adm: Admitted, sc: Scaled, 
     # the value of each running job's option, gathered at once (summed in job order below, as before)
     rows = [i for i, j in enumerate(sc.jobs) if pl.placement[j]]
     workers = np.fromiter((sum(pl.placement[sc.jobs[i]].values()) for i in rows), np.int64, len(rows))
-    values = iter(sc.table.values[rows, workers - sc.table.min_workers[rows]].tolist())
+    k = workers - sc.table.min_workers[rows]
+    kk = np.minimum(k, sc.table.values.shape[1] - 1)
+    gpw = np.fromiter((snap.jobs[sc.jobs[i]].gpus_per_worker for i in rows), np.int64, len(rows))
+    on_grid = (k < sc.table.sizes[rows]) & (sc.table.weights[rows, kk] == gpw * k)  # False only in thinned rows
+    gathered = sc.table.values[rows, kk].tolist()
+    values = iter(v if ok else _value_of(cl, rec, adm, sc.jobs[i], int(w))
+                  for v, ok, i, w in zip(gathered, on_grid.tolist(), rows, workers.tolist(), strict=True))
     for j, job in enumerate(snap.jobs):
         p = pl.placement[j]
         if p:

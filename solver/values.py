@@ -38,6 +38,7 @@ class JobOptions(NamedTuple):
     gpus_per_worker: int = 1
     current_workers: int = 0  # 0: not running
     restart_penalty: float = 0.0
+    step: int = 1  # > 1: a thinned grid of options (see :func:`option_grid`)
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,7 +130,8 @@ def value_table(jobs: Sequence[JobOptions], *, server_gpus: int = 8, backend: st
     """
     n = len(jobs)
     cells = n * max((j.max_workers - j.min_workers + 1 for j in jobs), default=1)
-    chosen = resolve_backend(backend, cells)
+    # a thinned grid (step > 1, the pipeline's size limit) is numpy's: the device kernels take whole rows
+    chosen = "numpy" if any(j.step > 1 for j in jobs) else resolve_backend(backend, cells)
     if chosen != "numpy" and n:
         from lyra_solver.values_gpu import value_table_gpu
 
@@ -180,11 +182,12 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int) -> ValueTab
     n = len(jobs)
     mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
     maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
-    sizes = maxs - mins + 1
+    base, step, sizes = option_grid(jobs)
     m = int(sizes.max()) if n else 1
     offs = np.arange(m, dtype=np.int64)
     mask = offs[None, :] < sizes[:, None]
-    w = np.minimum(mins[:, None] + offs[None, :], maxs[:, None])  # padding repeats the last option
+    # padding repeats the last option; a thinned row (step > 1) starts at min and ends at max
+    w = np.clip(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
     rate = np.empty((n, m), dtype=np.float64)
 
     kinds = np.fromiter((_KIND[type(j.throughput)] for j in jobs), np.int8, n)
@@ -221,6 +224,24 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int) -> ValueTab
     values = np.where(mask, values, -np.inf)
     weights = gpw[:, None] * (w - mins[:, None])
     return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins)
+
+
+def option_grid(jobs: list[JobOptions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Worker counts of each job's options: ``clip(base + k * step, min, max)`` for ``k < sizes``.
+
+    ``step`` 1 (the default) is every count ``min..max``. A larger step keeps ``min``, ``max``, the current
+    count of a running job and every ``step``-th count in line with it (the pipeline thins very wide rows so
+    that the table stays within its documented size). Returns ``(base, step, sizes)``.
+    """
+    n = len(jobs)
+    mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
+    maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
+    step = np.fromiter((max(1, j.step) for j in jobs), np.int64, n)
+    cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
+    anchor = np.where((cur >= mins) & (cur <= maxs), cur, mins)
+    base = mins - (anchor - mins) % step
+    sizes = -((base - maxs) // step) + 1  # ceil((max - base) / step) + 1
+    return base, step, sizes
 
 
 #: Remaining times are capped here (seconds, about 30 million years) so that absurd but valid inputs

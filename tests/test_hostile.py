@@ -273,3 +273,238 @@ def test_solve_mckp_refuses_what_is_not_a_problem(bad):
 
     with pytest.raises(TypeError, match="takes an MCKPProblem"):
         solve_mckp(bad)
+
+
+# ---------------------------------------------------------------------------------------------- 7. fuzz command
+def test_fuzz_judges_each_broken_promise():
+    from lyra_solver.bench.fuzz import judge
+
+    assert judge(0, b"", 0.1, 100, memory_mb=2048) is None
+    assert judge(2, b"error: f.json: jobs[0].id: bad\n", 0.1, 100, memory_mb=2048) is None
+    assert judge(None, b"", 60, 100, memory_mb=2048) == "timeout"
+    assert judge(3, b"error: internal error (X)\n", 0.1, 100, memory_mb=2048).startswith("internal error")
+    assert judge(1, b"Traceback (most recent call last):\n", 0.1, 100, memory_mb=2048) == "traceback"
+    assert judge(-9, b"", 0.1, 100, memory_mb=2048).startswith("exit -9")
+    assert judge(0, b"", 0.1, 4000, memory_mb=2048).startswith("memory")
+    assert judge(2, b"error: a\nb\n", 0.1, 100, memory_mb=2048).startswith("exit 2 without")
+    assert judge(2, b"error: \x1b[31m\n", 0.1, 100, memory_mb=2048).startswith("unescaped")
+
+
+def test_fuzz_is_seeded_and_runs_clean(tmp_path):
+    import random
+
+    from lyra_solver.bench.fuzz import fuzz, mutate_document, random_snapshot
+
+    a = [mutate_document(random_snapshot(random.Random(7)), random.Random(k)) for k in range(5)]
+    b = [mutate_document(random_snapshot(random.Random(7)), random.Random(k)) for k in range(5)]
+    assert a == b
+    cases, findings = fuzz(seconds=600, seed=3, max_cases=4, out_dir=tmp_path, timeout=120)
+    assert cases == 4 and findings == [], findings
+    assert json.loads((tmp_path / "findings.json").read_text()) == []
+
+
+def test_fuzz_command_line_refuses_bad_arguments():
+    from lyra_solver.bench.fuzz import main
+
+    assert main(["--time", "-1"]) == 2
+    assert main(["--seed", "x"]) == 2
+    assert main(["--memory-mb", "10"]) == 2
+
+
+# ---------------------------------------------------------------------------------------------- 1. sizes
+def _decide_checked(doc: dict, **kw):
+    """decide on a snapshot dict, checked by the independent checker; (decision, peak traced MB)."""
+    import tracemalloc
+
+    from lyra_solver import decide, encode, parse_snapshot
+    from lyra_solver.check import check_decision
+
+    snap = parse_snapshot(json.dumps(doc).encode())
+    tracemalloc.start()
+    try:
+        dec = decide(snap, **kw)
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    as_dict = json.loads(encode(dec))
+    assert check_decision(doc, as_dict) == []
+    return as_dict, peak
+
+
+def _power(lo: int, hi: int, **extra) -> dict:
+    return {"min_workers": lo, "max_workers": hi, "remaining_work": 1e9,
+            "throughput": {"kind": "power", "rate_per_worker": 100.0, "exponent": 0.9}, **extra}
+
+
+def test_one_queued_job_with_a_huge_max_workers_keeps_the_table_small():
+    doc = snapshot(servers=600, jobs=200, seed=4)
+    doc["jobs"].append({"id": "huge", **_power(1, 100_000)})
+    dec, peak = _decide_checked(doc, time_limit=1.0)
+    assert dec["jobs"]["huge"]["action"] == "run"
+    assert peak < 400, peak  # the padded table was jobs x 100,000 options (GBs)
+
+
+def test_a_million_gpu_server_with_one_elastic_job():
+    doc = {"format_version": 1, "servers": [{"id": "s", "pool": "training", "gpus": 1_000_000}],
+           "jobs": [{"id": "a", **_power(1, 1_000_000)}]}
+    dec, peak = _decide_checked(doc, time_limit=1.0)
+    assert dec["jobs"]["a"]["workers"] == 1_000_000 and dec["summary"]["statuses"]["allocation"] == "optimal"
+    assert peak < 600, peak
+
+
+def test_a_server_of_2_31_gpus_with_a_job_of_1_to_2_31_workers():
+    big = 2**31 - 1
+    doc = {"format_version": 1, "servers": [{"id": "s", "pool": "training", "gpus": big}],
+           "jobs": [{"id": "a", **_power(1, big)}, {"id": "b", **_power(2, 9, placement={"s": 5})}]}
+    dec, peak = _decide_checked(doc, time_limit=1.0)
+    assert dec["summary"]["methods"]["allocation"].endswith("-thinned")
+    assert dec["summary"]["statuses"]["allocation"] == "feasible"  # optimal over the thinned options only
+    a, b = dec["jobs"]["a"]["workers"], dec["jobs"]["b"]["workers"]
+    assert a + b <= big and a > big * 0.999  # within one grid step (about 4,300 workers) of the best
+    assert peak < 400, peak
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), cells=st.sampled_from([8, 20, 60]))
+def test_a_thinned_table_gives_a_feasible_decision_within_the_full_bound(seed, cells):
+    import lyra_solver.pipeline as pipeline
+
+    doc = snapshot(servers=8, jobs=12, seed=seed)
+    full, _ = _decide_checked(doc)
+    old = pipeline.MAX_TABLE_CELLS
+    pipeline.MAX_TABLE_CELLS = cells
+    try:
+        thin, _ = _decide_checked(doc)
+    finally:
+        pipeline.MAX_TABLE_CELLS = old
+    # what the thinned round achieves is a choice of the full MCKP: never above the full optimum's bound
+    bound = full["summary"].get("bound")
+    assert bound is None or thin["summary"]["jct_reduction"] <= bound + 1e-6 * max(1.0, abs(bound))
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.lists(st.floats(-1e3, 1e3, allow_nan=False), min_size=1, max_size=600), min_size=1,
+                     max_size=4), steps=st.integers(1, 5))
+def test_wide_class_hull_equals_the_column_sweep(rows, steps):
+    import numpy as np
+    from lyra_solver.formulations.mckp import MCKPProblem, _lp
+
+    m = max(len(r) for r in rows)
+    w = np.zeros((len(rows), m), dtype=np.int64)
+    v = np.zeros((len(rows), m))
+    for i, r in enumerate(rows):
+        w[i, : len(r)] = np.arange(len(r)) * steps
+        v[i, : len(r)] = r
+    red = _lp.undominated(MCKPProblem.from_padded(w, v, [len(r) for r in rows], 10**6))
+    old = _lp._WIDE_CLASS
+    try:
+        _lp._WIDE_CLASS = 1  # every class through the whole-row rounds
+        fast = _lp.upper_hull(red)
+    finally:
+        _lp._WIDE_CLASS = old
+    _lp._WIDE_CLASS, sweep = 10**9, None
+    try:
+        sweep = _lp.upper_hull(red)
+    finally:
+        _lp._WIDE_CLASS = old
+    for a, b in zip(fast.__dict__.values(), sweep.__dict__.values(), strict=True):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_generate_refuses_a_trillion_servers_quickly():
+    from lyra_solver.bench.generate import MAX_SERVERS, generate_snapshot
+
+    with pytest.raises(ValueError, match="servers"):
+        generate_snapshot(servers=10**12)
+    with pytest.raises(TypeError, match="seed"):
+        generate_snapshot(servers=3, seed=1.5)
+    assert MAX_SERVERS == 1_000_000
+
+
+@pytest.mark.parametrize("method", ["highs", "cbc"])
+def test_float_solvers_count_model_building_in_the_time_limit(method):
+    import numpy as np
+    from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+
+    n = 3000
+    p = MCKPProblem.from_padded(np.tile([0, 2], (n, 1)), np.tile([0.0, 1.0], (n, 1)), np.full(n, 2), n)
+    res = solve_mckp(p, method=method, time_limit=1e-9)  # the limit passes while the model is built
+    assert str(res.status) == "no_solution" and "building the model" in res.backend_status
+
+
+# ---------------------------------------------------------------------------------------------- 3. numbers
+@pytest.mark.parametrize("method", ["auto", "dp", "cpsat", "highs", "cbc", "greedy", "hull"])
+def test_values_whose_sums_overflow_a_double_are_refused(method):
+    from lyra_solver.formulations.mckp import solve_mckp
+
+    with pytest.raises(ValueError, match="values: .*overflow"):
+        solve_mckp([[0, 1], [0, 1]], [[0.0, 1e308], [0.0, 1e308]], 10, method=method)
+
+
+@pytest.mark.parametrize("method", ["auto", "cpsat", "dp", "highs", "cbc"])
+def test_weights_beyond_2_53_refused_by_float_solvers_solved_exactly_by_the_others(method):
+    from lyra_solver.formulations.mckp import solve_mckp
+
+    weights, values = [[0, 2**53 + 1], [0, 10]], [[0.0, 5.0], [0.0, 10.0]]
+    if method in ("highs", "cbc"):
+        with pytest.raises(ValueError, match=r"weights: .*2\*\*53"):
+            solve_mckp(weights, values, 10, method=method)
+        return
+    res = solve_mckp(weights, values, 10, method=method)
+    assert str(res.status) == "optimal" and res.objective == 10.0 and list(res.choice) == [0, 1]
+
+
+def test_numbers_on_the_command_line(tmp_path):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps({"capacity": 10, "classes": [{"weights": [0, 1], "values": [0, 1e308]}] * 2}))
+    assert "overflow" in one_clean_line(run("mckp", str(f)))
+    f.write_text(json.dumps({"capacity": 10, "classes": [{"weights": [0, 2**53 + 1], "values": [0, 5]},
+                                                         {"weights": [0, 10], "values": [0, 10]}]}))
+    assert "2**53" in one_clean_line(run("mckp", str(f), "--method", "highs"))
+    ok = run("mckp", str(f))
+    assert ok.returncode == 0 and json.loads(ok.stdout)["objective"] == 10.0
+
+
+# ---------------------------------------------------------------------------------------------- 6. deterministic
+def _busy(seconds: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", f"import time\nt=time.time()+{seconds}\nwhile time.time()<t: pass"])
+
+
+def test_deterministic_exact_answers_do_not_depend_on_machine_load(tmp_path):
+    doc = snapshot(servers=40, jobs=60, seed=11)
+    doc["inference"] = {"reclaim": 4}
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(doc))
+    argv = ("decide", str(f), "--reclaim", "exact", "--placement", "exact", "--time-limit", "0.05",
+            "--deterministic")
+    quiet = run(*argv)
+    assert quiet.returncode == 0, quiet.stderr
+    hogs = [_busy(60) for _ in range(3)]
+    try:
+        loaded = run(*argv)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert loaded.stdout == quiet.stdout
+
+
+def test_deterministic_reclaim_and_placement_in_python():
+    from lyra_solver import decide, encode, parse_snapshot
+
+    doc = snapshot(servers=30, jobs=40, seed=5)
+    doc["inference"] = {"reclaim": 3}
+    snap = parse_snapshot(json.dumps(doc).encode())
+    outs = {encode(decide(snap, reclaim="exact", placement="exact", time_limit=0.01, deterministic=True))
+            for _ in range(3)}
+    assert len(outs) == 1
+
+
+def test_the_exact_steps_share_one_time_limit():
+    from lyra_solver.pipeline import Settings
+
+    s = Settings(queue="sjf", allocation="exact", reclaim="exact", placement="exact", packing="off", time_limit=5.0,
+                 deadline=0.0)
+    assert s.left() == 0.001  # the round's deadline has passed: a step gets the minimum, not another 5 s
+    assert Settings(queue="sjf", allocation="exact", reclaim="exact", placement="exact", packing="off",
+                    time_limit=5.0, deterministic=True, deadline=0.0).left() == 5.0

@@ -71,6 +71,32 @@ def _coerce_problem(problem_or_weights: Any, values: Any, capacity: Any) -> MCKP
     return MCKPProblem.from_ragged(problem_or_weights, values, capacity)
 
 
+#: Methods that hand the weights to a floating-point solver: exact only while every sum of weights is an
+#: integer a double holds exactly (2**53).
+FLOAT_METHODS = frozenset({"highs", "cbc"})
+#: Largest sum of per-class largest absolute values accepted: objectives, bounds and gaps stay finite doubles.
+MAX_VALUE_SUM = 1e300
+
+
+def _check_numbers(problem: MCKPProblem, name: str) -> None:
+    """Refuse what the method would answer wrongly: values whose sums overflow a double (every method), weights
+    beyond 2**53 for the floating-point solvers. O(n m)."""
+    if problem.n_classes == 0:
+        return
+    valid = problem.valid_mask()
+    top = np.where(valid, np.abs(problem.values), 0.0).max(axis=1)
+    with np.errstate(over="ignore"):
+        total = float(top.sum())
+    if not total <= MAX_VALUE_SUM:
+        raise ValueError(f"values: the largest absolute values of the classes add up to {total:.3g}, beyond "
+                         f"{MAX_VALUE_SUM:g} (sums would overflow a double); scale the values down")
+    if name in FLOAT_METHODS:
+        heaviest = int(np.where(valid, problem.weights, 0).max(axis=1).sum())
+        if heaviest > 2**53:
+            raise ValueError(f"weights: the heaviest items add up to {heaviest} > 2**53, which method {name!r} "
+                             "(floating point) cannot represent exactly; use method 'core', 'cpsat' or 'dp'")
+
+
 def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
                values: Sequence[Sequence[float]] | None = None, capacity: int | None = None, *,
                method: str = "auto", time_limit: float | None = None, **options: Any) -> MCKPResult:
@@ -139,5 +165,6 @@ def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
                            backend_status="empty")
     if not problem.is_feasible():
         return infeasible_result(start, label)
+    _check_numbers(problem, ALIASES.get(method, method))
     res = function(problem, time_limit=time_limit, **options)
     return dataclasses.replace(res, method=label) if res.method != label else res

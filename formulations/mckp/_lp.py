@@ -211,8 +211,17 @@ def upper_hull(red: Undominated) -> Hull:
     cnt = red.counts
     stack = np.zeros((n, u), dtype=np.int64)
     top = np.ones(n, dtype=np.int64)
-    for j in range(1, u):
-        act = np.flatnonzero(cnt > j)
+    # wide classes (many more items than the others) by whole-row elimination rounds instead of one numpy
+    # round per column: a sweep over a million-item class would be a million Python-level rounds
+    wide = np.flatnonzero(cnt > _WIDE_CLASS) if u > _WIDE_CLASS else np.zeros(0, dtype=np.int64)
+    for i in wide.tolist():
+        keep = _hull_positions(W[i, : cnt[i]], V[i, : cnt[i]])
+        stack[i, : keep.size] = keep
+        top[i] = keep.size
+    narrow = cnt.copy()
+    narrow[wide] = 1
+    for j in range(1, int(narrow.max()) if n else 0):
+        act = np.flatnonzero(narrow > j)
         if act.size == 0:
             break
         cand = act[top[act] >= 2]
@@ -238,6 +247,32 @@ def upper_hull(red: Undominated) -> Hull:
     hw[pad] = 0
     hv[pad] = 0.0
     return Hull(pos, top, hw, hv)
+
+
+#: Classes with more items than this get their hull by :func:`_hull_positions` (whole-row rounds).
+_WIDE_CLASS = 256
+
+
+def _hull_positions(w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Upper-hull vertex positions of one class's items sorted by increasing weight (vectorised).
+
+    Each round drops, all at once, every interior point lying on or below the segment joining its two
+    surviving neighbours (the same test as the column sweep of :func:`upper_hull`). A point on or under a
+    segment between two points of the set is never a hull vertex, whatever else is dropped, so simultaneous
+    drops are exact; when none drops the slopes decrease strictly, which makes the rest the hull. Rounds repeat
+    until none drops: O(k) work per round; value tables (concave or convex in the workers) need one to three
+    rounds, an adversarial zigzag O(log k) to O(k) rounds.
+    """
+    idx = np.arange(w.shape[0], dtype=np.int64)
+    while idx.size > 2:
+        a, b, c = idx[:-2], idx[1:-1], idx[2:]
+        below = (v[b] - v[a]) * (w[c] - w[b]) <= (v[c] - v[b]) * (w[b] - w[a])
+        if not below.any():
+            break
+        mask = np.ones(idx.size, dtype=bool)
+        mask[1:-1] = ~below
+        idx = idx[mask]
+    return idx
 
 
 def fit_prefix(key: np.ndarray, weight: np.ndarray, room: int) -> tuple[np.ndarray, int, int]:

@@ -86,20 +86,36 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
 
     start = time.perf_counter()
     n = problem.n_classes
+    deadline = None if time_limit is None else start + float(time_limit)
+
+    def out_of_time() -> MCKPResult | None:  # model building counts against the limit
+        if deadline is not None and time.perf_counter() >= deadline:
+            return make_result(problem, None, None, proven=False, start=start, method="cbc",
+                               backend_status="time limit reached while building the model")
+        return None
+
     prob = pulp.LpProblem("mckp", pulp.LpMaximize)
     xs: list[list[pulp.LpVariable]] = []
     for i in range(n):
         xs.append([prob.add_variable(f"x_{i}_{k}", 0, 1, cat="Binary") for k in range(int(problem.sizes[i]))])
+        if i % 4096 == 4095 and (late := out_of_time()):
+            return late
     prob += pulp.lpSum(float(problem.values[i, k]) * x for i in range(n) for k, x in enumerate(xs[i]))
+    if late := out_of_time():
+        return late
     for i in range(n):
         prob += pulp.lpSum(xs[i]) == 1, f"class_{i}"
+        if i % 4096 == 4095 and (late := out_of_time()):
+            return late
     prob += pulp.lpSum(int(problem.weights[i, k]) * x for i in range(n) for k, x in enumerate(xs[i])) \
         <= int(problem.capacity), "capacity"
+    if late := out_of_time():
+        return late
     with tempfile.TemporaryDirectory(prefix="lyra_cbc_") as tmp:
         log_path = os.path.join(tmp, "cbc.log")
         kwargs: dict = {"msg": False, "logPath": log_path, "gapRel": 0.0, "threads": int(threads)}
-        if time_limit is not None:
-            kwargs["timeLimit"] = max(float(time_limit), 0.01)
+        if deadline is not None:  # CBC gets the time left
+            kwargs["timeLimit"] = max(deadline - time.perf_counter(), 0.01)
         with warnings.catch_warnings():
             # PuLP 3.x announces the bundled-CBC interface's removal in 4.0; it is the one bundled here
             warnings.simplefilter("ignore", DeprecationWarning)

@@ -93,6 +93,9 @@ def solve_placement(problem: PlacementProblem, *, method: str = "cpsat", time_li
     >>> str(res.status), res.placement.per_job, res.objective
     ('optimal', (((0, 4), (1, 2)),), (0, 2, 0))
     """
+    if not isinstance(problem, PlacementProblem):
+        raise TypeError("solve_placement: takes a PlacementProblem (built with PlacementProblem.build), "
+                        f"got {type(problem).__name__}")
     start = time.perf_counter()
     check_time_limit(time_limit)
     function = resolve(__name__, _REGISTRY, method, options)

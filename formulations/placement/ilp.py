@@ -22,7 +22,7 @@ __all__ = ["solve_ilp"]
 
 
 def solve_ilp(problem: PlacementProblem, *, backend: str, time_limit: float | None = None,
-              num_workers: int = 1) -> PlacementResult:
+              num_workers: int = 1, deterministic: bool = False) -> PlacementResult:
     """Place every job's workers, minimising (base on loaned, spans, moved) lexicographically.
 
     Parameters
@@ -35,6 +35,8 @@ def solve_ilp(problem: PlacementProblem, *, backend: str, time_limit: float | No
         Seconds for the three stages together; ``None`` solves to proven optimality.
     num_workers : int
         Solver threads (1: deterministic CP-SAT).
+    deterministic : bool
+        CP-SAT on deterministic time, one worker, fixed seed (:func:`lyra_solver.formulations._lexilp.solve_lex`).
 
     Returns
     -------
@@ -101,7 +103,8 @@ def solve_ilp(problem: PlacementProblem, *, backend: str, time_limit: float | No
 
     objectives = [(base_obj, [1] * len(base_obj)), (span_obj, [1] * len(span_obj)),
                   (move_obj, [1] * len(move_obj))]
-    ans = solve_lex(model, objectives, method=backend, time_limit=time_limit, num_workers=num_workers)
+    ans = solve_lex(model, objectives, method=backend, time_limit=time_limit, num_workers=num_workers,
+                    deterministic=deterministic)
     if ans.values is None:
         return PlacementResult(status=ans.status, objective=None, bound=ans.first_bound, gap=None,
                                placement=None, time_s=time.perf_counter() - t0, method=backend,

@@ -99,6 +99,9 @@ def solve_reclaim(problem: ReclaimProblem, *, method: str = "cpsat", time_limit:
     >>> solve_reclaim(p, method="cbc").servers
     (0,)
     """
+    if not isinstance(problem, ReclaimProblem):
+        raise TypeError("solve_reclaim: takes a ReclaimProblem (built with ReclaimProblem.build), "
+                        f"got {type(problem).__name__}")
     start = time.perf_counter()
     check_time_limit(time_limit)
     function = resolve(__name__, _REGISTRY, method, options)

@@ -134,7 +134,7 @@ def _build_reclaim_model(problem: ReclaimProblem):
 
 
 def solve_ilp(problem: ReclaimProblem, *, backend: str, time_limit: float | None = None,
-              num_workers: int | None = None) -> ReclaimResult:
+              num_workers: int | None = None, deterministic: bool = False) -> ReclaimResult:
     """Exact reclamation: the cheapest set of servers to return, then the fewest preemptions.
 
     Parameters
@@ -150,6 +150,8 @@ def solve_ilp(problem: ReclaimProblem, *, backend: str, time_limit: float | None
     num_workers : int, optional
         Solver threads (default 1: CP-SAT is then deterministic, and with ``linearization_level=2``
         it proves the cluster instances faster than its default 2-8 worker portfolio).
+    deterministic : bool
+        CP-SAT on deterministic time, one worker, fixed seed (:func:`lyra_solver.formulations._lexilp.solve_lex`).
 
     Returns
     -------
@@ -178,7 +180,8 @@ def solve_ilp(problem: ReclaimProblem, *, backend: str, time_limit: float | None
     objectives = [(cost_var, ints.tolist()), (pre_var, [1] * len(pre_var))]
     if not pre_var:
         objectives = objectives[:1]
-    ans = solve_lex(model, objectives, method=backend, time_limit=time_limit, num_workers=workers)
+    ans = solve_lex(model, objectives, method=backend, time_limit=time_limit, num_workers=workers,
+                    deterministic=deterministic)
     if ans.values is None:
         return ReclaimResult(status=ans.status, objective=None,
                              bound=None if ans.first_bound is None else ans.first_bound / scale - err,
