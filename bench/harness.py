@@ -63,7 +63,7 @@ SUITES: dict[str, str] = {
 }
 
 #: Calls slower than this many seconds are not repeated: the warm-up is the measurement.
-SLOW_S = 1.0
+SLOW_S = 4.0
 #: Calls slower than this many seconds are timed once after the warm-up (``--repeat`` applies below it).
 MEDIUM_S = 0.1
 #: Format tag of ``results.json``.

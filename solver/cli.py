@@ -202,6 +202,12 @@ def cmd_bench(args) -> int:
     return run(args.rest)
 
 
+def cmd_simulate(args) -> int:
+    from lyra_solver.bench.sim.cli import run
+
+    return run(args)
+
+
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default where it has one (not for flags, nor where the help already says it)."""
 
@@ -282,6 +288,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--gpus", type=int, default=8, help="GPUs per server")
     g.add_argument("--seed", type=int, default=0, help="random seed (same seed, same bytes)")
     g.add_argument("-o", "--output", help="write the snapshot here (default: standard output)")
+
+    from lyra_solver.bench.sim.cli import add_arguments as simulate_arguments
+
+    simulate_arguments(_add(sub, "simulate", "replay a trace through the engine: metrics, summary.json, plots",
+                            cmd_simulate))
 
     # `bench` parses its own arguments (lyra_solver.bench.harness); main() hands them over unparsed.
     b = sub.add_parser("bench", add_help=False,

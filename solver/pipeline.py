@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
+import gc
 import logging
 import math
 import time
@@ -318,7 +320,10 @@ def admit_step(cl: Cluster, reclaimed: Reclaimed, borrowed: tuple[int, ...], que
         return Admitted(tuple(placement), tuple(admitted), frozenset())
     donation = _Donation(cl, index.free, tier.tolist(), placement)
     for j in waiting:
-        workers = donation.admit(min_w[j], gpw[j])
+        n, g = min_w[j], gpw[j]
+        if n * g > donation.total:  # the O(1) rejection of _Donation.admit, without the call
+            continue
+        workers = donation.admit(n, g)
         if workers is not None:
             placement[j] = workers
             admitted.append(j)
@@ -659,6 +664,27 @@ def settings_of(snap: Snapshot, **overrides) -> Settings:
     return Settings(**base)
 
 
+def _collector_paused(func):
+    """Run ``func`` with Python's cyclic garbage collector paused, restored afterwards (even on error).
+
+    A round allocates hundreds of thousands of small acyclic objects (dicts, tuples, job decisions); their
+    allocation bursts trigger collections that rescan every live object, about a fifth of the time of a
+    50,000-job round. A round makes no reference cycles, so pausing frees nothing later than it would be
+    freed anyway; a collector already disabled by the application is left as it is.
+    """
+    @functools.wraps(func)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return func(*args, **kwargs)
+        gc.disable()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused
+
+
+@_collector_paused
 def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
            time_limit: float | None = None, timings: bool = False, backend: str = "auto",
@@ -735,6 +761,9 @@ def _value_of(cl: Cluster, rec: Reclaimed, adm: Admitted, j: int, w: int) -> flo
     return t(job.min_workers) - t(w) - (job.restart_penalty if untouched and w != c else 0.0)
 
 
+_WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # frozen: shared by every such job
+
+
 def _decision(cl: Cluster, rec: Reclaimed, borrowed, adm: Admitted, sc: Scaled, pl: Placed, settings: Settings,
               elapsed: float | None) -> Decision:
     snap = cl.snap
@@ -764,10 +793,10 @@ def _decision(cl: Cluster, rec: Reclaimed, borrowed, adm: Admitted, sc: Scaled, 
             jobs[job.id] = JobDecision(action="run", workers=sum(p.values()), placement=named, changed=changed)
             jct += next(values)
         elif job.placement is not None:
-            jobs[job.id] = JobDecision(action="preempt")
+            jobs[job.id] = _PREEMPT
             preemptions += 1
         else:
-            jobs[job.id] = JobDecision(action="wait")
+            jobs[job.id] = _WAIT
     loan = [ids[s] for s in borrowed if s in hosting]
     reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
     summary = Summary(

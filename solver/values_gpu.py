@@ -152,8 +152,12 @@ def pack_jobs(jobs: Sequence[JobOptions], *, server_gpus: int = 8) -> JobArrays:
     ------
     TypeError
         On an unknown throughput kind.
+    ValueError
+        On a job with a thinned option grid (``step > 1``).
     """
     n = len(jobs)
+    if any(getattr(j, "step", 1) > 1 for j in jobs):
+        raise ValueError("jobs: a thinned option grid (step > 1) is the numpy backend's (lyra_solver.values)")
     kind = np.fromiter((_KIND[type(j.throughput)] for j in jobs), np.int8, n)
     mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
     maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)

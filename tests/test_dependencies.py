@@ -10,10 +10,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("solver", "formulations", "heuristics", "bench")
-#: Distribution name -> the module it installs, where the two differ.
-MODULE_OF = {"pyyaml": "yaml", "cupy_cuda13x": "cupy"}
+#: Distribution name -> the module it installs, where the two differ (CuPy ships one wheel per CUDA version).
+MODULE_OF = {"pyyaml": "yaml", "cupy_cuda12x": "cupy", "cupy_cuda13x": "cupy"}
 #: Extras whose library is imported by work announced in the design but not landed yet (name -> where).
-PENDING = {"torch": "solver/values_gpu.py, the value table on a GPU (issue 14)"}
+PENDING: dict[str, str] = {}
 #: Extras used as tools or by the tests, not imported by the package.
 TOOLS = {"test"}
 

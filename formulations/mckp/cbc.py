@@ -59,6 +59,11 @@ def parse_cbc_bound(log: str) -> float | None:
     return None
 
 
+#: CBC starts only when the time left is at least this many times what building the model took (its set-up,
+#: model file written and read, ignores its time limit).
+CBC_SETUP_FACTOR = 3.0
+
+
 def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads: int = 1) -> MCKPResult:
     """Solve MCKP with CBC via PuLP.
 
@@ -111,6 +116,12 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
         <= int(problem.capacity), "capacity"
     if late := out_of_time():
         return late
+    built = time.perf_counter() - start
+    if deadline is not None and deadline - time.perf_counter() < CBC_SETUP_FACTOR * built:
+        # writing the model for CBC and CBC's reading it are outside CBC's own limit and cost a few times the
+        # building: starting it now would overrun the limit by more than the time left
+        return make_result(problem, None, None, proven=False, start=start, method="cbc",
+                           backend_status="time limit: too little time left for CBC's set-up")
     with tempfile.TemporaryDirectory(prefix="lyra_cbc_") as tmp:
         log_path = os.path.join(tmp, "cbc.log")
         kwargs: dict = {"msg": False, "logPath": log_path, "gapRel": 0.0, "threads": int(threads)}

@@ -229,3 +229,21 @@ def test_some_generated_rounds_admit_by_donation():
         cl, rec, borrowed, queued, settings, times_min, used = _steps(_crowded(seed, 12, 120, 8, 1))
         donors += len(admit_step(cl, rec, borrowed, queued, settings, times_min, used).donors)
     assert donors > 0
+
+
+def test_decide_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    snap = io.parse_snapshot(io.encode(_crowded(1, 8, 40, 8, 1)))
+    assert gc.isenabled()
+    decide(snap)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        decide(snap)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(TypeError):
+        decide(None)
+    assert gc.isenabled()

@@ -69,7 +69,11 @@ def test_multi_round_decide_check_apply(servers, jobs, seed, running, allocation
        allocation=st.sampled_from(["exact", "greedy", "hull"]))
 def test_deciding_again_changes_nothing_where_nothing_changed(servers, jobs, seed, allocation):
     """Where nothing is pending (no job queued, no reclaim asked), decide -> apply -> decide keeps every job
-    where it is and borrows or returns nothing: the applied decision is a fixed point.
+    where it is and borrows or returns nothing: the applied decision is a fixed point. Proven for the exact
+    allocation (the kept allocation is still optimal, and the restart penalty makes it strictly better than any
+    other of equal value); the greedy and hull heuristics are not fixed points in general (their answer
+    depends on the shape of the value table, which the restart penalty changes), so for them the second
+    decision is only checked.
 
     (After a round that admitted jobs the next one may legitimately differ: donors of base demand may not grow
     back in the round they donate, DESIGN step 3, but may in the next.)"""
@@ -80,6 +84,8 @@ def test_deciding_again_changes_nothing_where_nothing_changed(servers, jobs, see
     after = apply_decision(snap, decision)
     again = decide(after, allocation=allocation)
     _check(after, again)
+    if allocation != "exact":
+        return
     assert again.servers.reclaim == [] and again.servers.loan == []
     for job in after.jobs:
         jd = again.jobs[job.id]

@@ -1,0 +1,38 @@
+"""Trace-driven cluster simulator (DESIGN "Simulation"): Philly jobs and an inference load curve replayed
+through the very ``decide`` and ``apply_decision`` a scheduler calls.
+
+- :mod:`.traces`: loaders (Philly, Pollux workloads, load curves) and the seeded job mapping;
+- :mod:`.policies`: the policies, as snapshot-building rules and decide options;
+- :mod:`.engine`: the event loop (:func:`simulate`);
+- :mod:`.report`: metrics, summary.json, CSVs, plots and the markdown table;
+- :mod:`.cli`: ``lyra-solver simulate``.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+__all__ = ["POLICIES", "LoadCurve", "Policy", "SimConfig", "SimJobSpec", "SimResult", "TraceJob", "data_dir",
+           "get_policy", "load_load_curve", "load_philly", "load_pollux_workload", "map_jobs", "simulate"]
+
+
+_LAZY = {"SimConfig": "engine", "SimResult": "engine", "simulate": "engine", "POLICIES": "policies",
+         "Policy": "policies", "get_policy": "policies", "LoadCurve": "traces", "SimJobSpec": "traces",
+         "TraceJob": "traces", "load_load_curve": "traces", "load_philly": "traces",
+         "load_pollux_workload": "traces", "map_jobs": "traces"}
+
+
+def __getattr__(name: str):  # the engine is imported on first use, so that the CLI's parser stays light
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def data_dir() -> Path:
+    """``shared/data`` beside the repository root (``../shared/data``), else ``/work/shared/data``."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent.parent / "shared" / "data"
+        if (parent / "pyproject.toml").exists() and cand.is_dir():
+            return cand
+    return Path("/work/shared/data")

@@ -1,0 +1,436 @@
+"""The event-driven cluster simulator (DESIGN "Simulation"): a trace replayed through ``decide``.
+
+:func:`simulate` is the one public function. State: a training cluster, an inference cluster whose servers
+are ``serving``, ``idle`` or ``loaned``, and the jobs. Events: arrivals, completions, load changes, and a
+round every ``interval`` seconds (and at an arrival or completion when GPUs are free). Each round builds the
+snapshot the policy shows (:mod:`.policies`), calls :func:`lyra_solver.decide`, optionally checks the decision
+with the independent checker, and carries it out with :func:`lyra_solver.apply_decision`. Only this module
+mutates state; the engine's functions are pure.
+
+Time model:
+- a running job of ``w`` workers progresses at ``rate(w)`` (the engine's throughput model) and completes
+  exactly when its remaining work reaches zero (the completion time is solved for, not stepped to);
+- a job whose worker count or placement changes restarts: no progress for its ``restart_penalty`` seconds; a
+  job preempted and later resumed makes no progress for its ``preemption_penalty`` seconds after resuming;
+  GPUs are held (and counted as used) during both;
+- inference: ``need(t) = ceil(L(t) * inference_servers)`` servers serve; idle servers are taken first, then
+  ``inference.reclaim`` asks the next round for loaned servers back, which serve once returned.
+
+Running time: O(R * (A + D)) for R rounds, A active jobs and D the cost of one ``decide``.
+"""
+from __future__ import annotations
+
+import bisect
+import heapq
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import msgspec
+from lyra_solver.apply import apply_decision
+from lyra_solver.pipeline import decide
+from lyra_solver.throughput import rate_one
+from lyra_solver.types import Inference, Job, Options, ProfileThroughput, Server, Snapshot
+
+from .policies import Policy
+from .traces import LoadCurve, SimJobSpec
+
+log = logging.getLogger(__name__)
+
+
+class DecisionRejected(AssertionError):
+    """A decision broke a rule of the independent checker (only raised with ``check=True``)."""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Cluster and run parameters; defaults follow DESIGN "Simulation"."""
+
+    training_servers: int = 64
+    inference_servers: int = 32
+    server_gpus: int = 8
+    interval: float = 60.0
+    load: LoadCurve | None = None
+    time_limit: float = 1.0
+    tiresias_threshold: float = 3600.0  # GPU-seconds: the boundary of Tiresias' two queues
+    check: bool = False  # run the independent checker on every decision (tests)
+    record: bool = False  # keep every progress segment (tests of work conservation)
+    skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see _Sim._quiet)
+
+
+@dataclass
+class SimResult:
+    """What a run measured. ``jobs``: one row per job; ``series``: (t, queued, training GPUs used, serving
+    GPUs, loaned GPUs used) at every round; ``decide_ms``: wall time of each ``decide`` (not reproducible)."""
+
+    policy: str
+    jobs: list[dict]
+    series: list[tuple[float, int, int, int, int]]
+    counters: dict
+    gpu_seconds: dict
+    makespan: float
+    decide_ms: list[float] = field(default_factory=list)
+    segments: list[tuple[str, float, float, float]] = field(default_factory=list)
+    gpu_seconds_window: dict = field(default_factory=dict)  # GPU-seconds while jobs arrive
+    window: float = 0.0  # first to last arrival, seconds
+
+
+class _Job:
+    __slots__ = ("spec", "idx", "remaining", "placement", "workers", "rate", "blocked", "attained", "start",
+                 "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus")
+
+    def __init__(self, spec: SimJobSpec, idx: int) -> None:
+        self.spec, self.idx = spec, idx
+        self.remaining = spec.work
+        self.placement: dict[str, int] | None = None
+        self.workers = 0
+        self.rate = 0.0
+        self.blocked = 0.0
+        self.attained = 0.0
+        self.start: float | None = None
+        self.end: float | None = None
+        self.resume_penalty = False
+        self.preemptions = 0
+        self.scalings = 0
+        self.train_gpus = 0
+        self.inf_gpus = 0
+
+    def finish_time(self, t: float) -> float:
+        return max(t, self.blocked) + self.remaining / self.rate
+
+
+def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimConfig(),
+             progress=None) -> SimResult:
+    """Replay ``specs`` under ``policy`` on the cluster of ``config``; returns what was measured.
+
+    Parameters
+    ----------
+    specs : list of SimJobSpec
+        The jobs (see :func:`.traces.map_jobs`), any order; submit times in seconds.
+    policy : Policy
+        How snapshots are built and which options ``decide`` gets (:data:`.policies.POLICIES`).
+    config : SimConfig
+    progress : callable, optional
+        Called with the number of jobs completed so far after every completion.
+
+    Returns
+    -------
+    SimResult
+
+    Raises
+    ------
+    DecisionRejected
+        With ``config.check``, when a decision breaks a rule of :func:`lyra_solver.check.check_decision`.
+    """
+    return _Sim(specs, policy, config, progress).run()
+
+
+class _Sim:
+    def __init__(self, specs, policy: Policy, cfg: SimConfig, progress) -> None:
+        self.policy, self.cfg, self.progress = policy, cfg, progress
+        self.specs = sorted(specs, key=lambda s: (s.submit, s.line))
+        self.G = cfg.server_gpus
+        self.train_servers = [Server(id=f"t{i}", pool="training", gpus=self.G) for i in range(cfg.training_servers)]
+        self.inf_state = ["idle"] * cfg.inference_servers
+        self.inf_server = {(i, st): Server(id=f"i{i}", pool="inference", gpus=self.G, state=st)
+                           for i in range(cfg.inference_servers) for st in ("idle", "loaned")}
+        self.tp = {}
+        self.rates: dict[tuple[str, int], float] = {}
+        self.options = msgspec.convert({"queue": policy.queue, "allocation": policy.allocation,
+                                        "reclaim": policy.reclaim, "placement": "bfd", "packing": policy.packing,
+                                        "time_limit": cfg.time_limit}, Options)
+        self.jobs: list[_Job] = []
+        self.active: dict[int, _Job] = {}  # queued or running, by arrival index
+        self.running: set[int] = set()
+        self.done = 0
+        self.need = 0  # inference servers the load needs now
+        self.skip_quiet = cfg.skip_quiet
+        self.counters = {"quiet_rounds": 0, "rounds": 0, "preemptions": 0, "scaling_events": 0, "restarts": 0,
+                         "reclaim_events": 0, "reclaim_rounds": 0, "loans": 0}
+        self.gs = {"training_used": 0.0, "inference_serving": 0.0, "inference_loaned_used": 0.0,
+                   "inference_unmet": 0.0}
+        self.gs_window = dict(self.gs)  # the same, over the arrival window only (first to last arrival)
+        self.last_arrival = self.specs[-1].submit if self.specs else 0.0
+        self.series: list[tuple[float, int, int, int, int]] = []
+        self.decide_ms: list[float] = []
+        self.segments: list[tuple[str, float, float, float]] = []
+        self.used_train = 0
+        self.used_inf = 0
+
+    # ------------------------------------------------------------------------------------------ helpers
+    def _rate(self, app: str, w: int) -> float:
+        key = (app, w)
+        r = self.rates.get(key)
+        if r is None:
+            r = self.rates[key] = rate_one(self._tp(app), w, server_gpus=self.G)
+        return r
+
+    def _tp(self, app: str) -> ProfileThroughput:
+        tp = self.tp.get(app)
+        if tp is None:
+            tp = self.tp[app] = ProfileThroughput(model=app)
+        return tp
+
+    def _count(self, state: str) -> int:
+        return sum(1 for s in self.inf_state if s == state)
+
+    def _set_load(self, t: float) -> None:
+        """Follow the load curve: idle servers start serving first; serving servers beyond the need go idle."""
+        n = self.cfg.inference_servers
+        if n == 0:
+            return
+        level = self.cfg.load.at(t) if self.cfg.load is not None else 0.0
+        self.need = min(n, math.ceil(level * n - 1e-9))
+        serving = self._count("serving")
+        if serving > self.need:
+            for i in range(n - 1, -1, -1):
+                if serving == self.need:
+                    break
+                if self.inf_state[i] == "serving":
+                    self.inf_state[i] = "idle"
+                    serving -= 1
+        elif serving < self.need:
+            for i in range(n):
+                if serving == self.need:
+                    break
+                if self.inf_state[i] == "idle":
+                    self.inf_state[i] = "serving"
+                    serving += 1
+
+    def _reclaim_wanted(self) -> int:
+        short = self.need - self._count("serving") - self._count("idle")
+        return max(0, min(short, self._count("loaned")))
+
+    def _free_gpus(self) -> int:
+        free = self.cfg.training_servers * self.G - self.used_train
+        if self.policy.loan:
+            free += (self._count("idle") + self._count("loaned")) * self.G - self.used_inf
+        return free
+
+    # ------------------------------------------------------------------------------------------ time
+    def _advance(self, t: float, t2: float) -> None:
+        dt = t2 - t
+        if dt <= 0:
+            return
+        for i in self.running:
+            j = self.jobs[i]
+            s = max(t, j.blocked)
+            if t2 > s:
+                j.remaining -= j.rate * (t2 - s)
+                if self.cfg.record:
+                    self.segments.append((j.spec.id, s, t2, j.rate))
+            j.attained += j.workers * dt
+        serving = self._count("serving")
+        for gs, d in ((self.gs, dt), (self.gs_window, max(0.0, min(t2, self.last_arrival) - t))):
+            if d > 0:
+                gs["training_used"] += self.used_train * d
+                gs["inference_loaned_used"] += self.used_inf * d
+                gs["inference_serving"] += serving * self.G * d
+                gs["inference_unmet"] += max(0, self.need - serving) * self.G * d
+
+    def _next_completion(self, t: float) -> tuple[float, int | None]:
+        best, who = math.inf, None
+        for i in self.running:
+            f = self.jobs[i].finish_time(t)
+            if f < best or (f == best and who is not None and i < who):
+                best, who = f, i
+        return best, who
+
+    def _complete(self, t: float) -> bool:
+        """Complete every running job whose work is done at ``t`` (its own solved finish time)."""
+        finished = []
+        for i in self.running:
+            j = self.jobs[i]
+            if j.blocked <= t and j.remaining <= 1e-9 * max(1.0, j.spec.work):
+                finished.append(i)
+        for i in sorted(finished):
+            j = self.jobs[i]
+            j.remaining = 0.0
+            j.end = t
+            self._release(j)
+            self.running.discard(i)
+            del self.active[i]
+            self.done += 1
+            if self.progress is not None:
+                self.progress(self.done)
+        return bool(finished)
+
+    def _release(self, j: _Job) -> None:
+        self.used_train -= j.train_gpus
+        self.used_inf -= j.inf_gpus
+        j.train_gpus = j.inf_gpus = 0
+
+    def _hold(self, j: _Job, placement: dict[str, int]) -> None:
+        j.placement = placement
+        j.workers = sum(placement.values())
+        j.rate = self._rate(j.spec.app, j.workers)
+        j.train_gpus = sum(n for s, n in placement.items() if s[0] == "t")
+        j.inf_gpus = j.workers - j.train_gpus
+        self.used_train += j.train_gpus
+        self.used_inf += j.inf_gpus
+
+    # ------------------------------------------------------------------------------------------ rounds
+    def _quiet(self) -> bool:
+        """A round whose decision is known without calling ``decide``: nothing queued, no reclaim asked, and
+        every running job at its largest size. Then no step can change anything (nothing to admit, no loan
+        wanted, every elastic job's top option is the one it holds, placements of unchanged jobs are kept), so
+        the round is counted as quiet and skipped. Exact, not an approximation: tests compare against runs
+        that call ``decide`` every round."""
+        if not self.skip_quiet or len(self.running) != len(self.active) or self._reclaim_wanted():
+            return False
+        elastic = self.policy.elastic
+        return all(self.jobs[i].workers == (self.jobs[i].spec.max_workers if elastic else self.jobs[i].spec.gpus)
+                   for i in self.running)
+
+    def _snapshot(self, t: float) -> tuple[Snapshot, set[int]]:
+        pol, thr = self.policy, self.cfg.tiresias_threshold
+        servers = list(self.train_servers)
+        reclaim = 0
+        if pol.loan:
+            servers += [self.inf_server[(i, st)] for i, st in enumerate(self.inf_state) if st != "serving"]
+            reclaim = self._reclaim_wanted()
+        hidden: set[int] = set()  # running jobs shown as queued (Tiresias' second queue when the first waits)
+        if pol.two_queue and any(self.jobs[i].placement is None and self.jobs[i].attained < thr
+                                 for i in self.active):
+            hidden = {i for i in self.running if self.jobs[i].attained >= thr}
+        jobs = []
+        for i in sorted(self.active):
+            j = self.jobs[i]
+            sp = j.spec
+            lo, hi = (sp.min_workers, sp.max_workers) if pol.elastic else (sp.gpus, sp.gpus)
+            att = (0.0 if j.attained < thr else thr) if pol.two_queue else j.attained
+            jobs.append(Job(id=sp.id, min_workers=lo, max_workers=hi, remaining_work=max(j.remaining, 0.0),
+                            throughput=self._tp(sp.app), submit_time=sp.submit,
+                            placement=None if i in hidden else j.placement,
+                            restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
+                            attained_service=att))
+        snap = Snapshot(format_version=1, servers=servers, jobs=jobs, now=t, inference=Inference(reclaim=reclaim),
+                        options=self.options)
+        return snap, hidden
+
+    def _round(self, t: float) -> None:
+        snap, hidden = self._snapshot(t)
+        t0 = time.perf_counter()
+        decision = decide(snap)
+        self.decide_ms.append((time.perf_counter() - t0) * 1e3)
+        if self.cfg.check:
+            from lyra_solver.check import check_decision, format_violations
+
+            bad = check_decision(msgspec.to_builtins(snap), msgspec.to_builtins(decision))
+            if bad:
+                raise DecisionRejected(f"round at t={t}: {format_violations(bad[:5])}")
+        nxt = apply_decision(snap, decision)
+        self.counters["rounds"] += 1
+        back, lent = decision.servers.reclaim, decision.servers.loan
+        for sid in back:
+            self.inf_state[int(sid[1:])] = "serving"
+        for sid in lent:
+            self.inf_state[int(sid[1:])] = "loaned"
+        if back:
+            self.counters["reclaim_events"] += len(back)
+            self.counters["reclaim_rounds"] += 1
+        self.counters["loans"] += len(lent)
+        gone = set(back)
+        index = {self.jobs[i].spec.id: i for i in self.active}
+        for job in nxt.jobs:
+            i = index[job.id]
+            j = self.jobs[i]
+            old, new = j.placement, job.placement
+            if new == old:
+                continue
+            if new is None:  # preempted
+                self._release(j)
+                j.placement, j.workers, j.rate = None, 0, 0.0
+                self.running.discard(i)
+                j.preemptions += 1
+                j.resume_penalty = True
+                self.counters["preemptions"] += 1
+                continue
+            if old is None:  # started or resumed
+                if j.start is None:
+                    j.start = t
+                j.blocked = t + (j.spec.preemption_penalty if j.resume_penalty else 0.0)
+                j.resume_penalty = False
+                self.running.add(i)
+            else:  # scaled or moved: a restart; a preemption if the job was hidden (Tiresias) or lost, to a
+                # reclaimed server, more workers than it could shrink by (preempted and re-admitted in one round)
+                lo = j.spec.min_workers if self.policy.elastic else j.spec.gpus
+                if i in hidden or sum(n for s, n in old.items() if s not in gone) < lo:
+                    j.preemptions += 1
+                    self.counters["preemptions"] += 1
+                    j.blocked = t + j.spec.preemption_penalty
+                else:
+                    if sum(new.values()) != j.workers:
+                        j.scalings += 1
+                        self.counters["scaling_events"] += 1
+                    self.counters["restarts"] += 1
+                    j.blocked = t + j.spec.restart_penalty
+                self._release(j)
+            self._hold(j, dict(new))
+        queued = len(self.active) - len(self.running)
+        self.series.append((t, queued, self.used_train, self._count("serving") * self.G, self.used_inf))
+
+    # ------------------------------------------------------------------------------------------ loop
+    def run(self) -> SimResult:
+        cfg = self.cfg
+        self.jobs = [_Job(s, i) for i, s in enumerate(self.specs)]
+        arrivals = [(s.submit, i) for i, s in enumerate(self.specs)]
+        heapq.heapify(arrivals)
+        t = self.specs[0].submit if self.specs else 0.0
+        origin = t
+        load = cfg.load if cfg.inference_servers else None
+        next_load = t if load is not None else math.inf
+        next_tick = t
+        while arrivals or self.active:
+            busy = bool(self.active) or self._reclaim_wanted() > 0
+            if next_tick < t:  # ticks resume on the grid origin + k * interval
+                next_tick = origin + math.ceil((t - origin) / cfg.interval) * cfg.interval
+            t_arr = arrivals[0][0] if arrivals else math.inf
+            t_done, _ = self._next_completion(t)
+            t2 = min(t_arr, t_done, next_tick if busy else math.inf, next_load)
+            if t2 == math.inf:  # active jobs that can never run (e.g. larger than the cluster)
+                log.warning("%d jobs can never run on this cluster; stopping", len(self.active))
+                break
+            self._advance(t, t2)
+            t = t2
+            event = False
+            if t == next_load:
+                self._set_load(t)
+                next_load = self._next_load_time(t)
+            if t_done <= t:
+                event |= self._complete(t)
+            while arrivals and arrivals[0][0] <= t:
+                _, i = heapq.heappop(arrivals)
+                self.active[i] = self.jobs[i]
+                event = True
+            tick = busy and t >= next_tick
+            if tick:
+                next_tick = t + cfg.interval
+            if (tick or (event and self._free_gpus() > 0)) and (self.active or self._reclaim_wanted()):
+                if self._quiet():
+                    self.counters["quiet_rounds"] += 1
+                    self.series.append((t, 0, self.used_train, self._count("serving") * self.G, self.used_inf))
+                else:
+                    self._round(t)
+        makespan = max((j.end for j in self.jobs if j.end is not None), default=origin) - origin
+        rows = [self._row(j) for j in self.jobs]
+        return SimResult(self.policy.name, rows, self.series, dict(self.counters), dict(self.gs), makespan,
+                         self.decide_ms, self.segments, dict(self.gs_window), self.last_arrival - origin)
+
+    def _next_load_time(self, t: float) -> float:
+        load = self.cfg.load
+        x = t % load.period
+        base = t - x
+        k = bisect.bisect_right(load.times, x + 1e-9)
+        return base + (load.times[k] if k < len(load.times) else load.period)
+
+    @staticmethod
+    def _row(j: _Job) -> dict:
+        sp = j.spec
+        return {"id": sp.id, "line": sp.line, "submit": sp.submit, "gpus": sp.gpus, "app": sp.app,
+                "min_workers": sp.min_workers, "max_workers": sp.max_workers, "work": sp.work,
+                "start": j.start, "end": j.end,
+                "queue": None if j.start is None else j.start - sp.submit,
+                "jct": None if j.end is None else j.end - sp.submit,
+                "preemptions": j.preemptions, "scalings": j.scalings}

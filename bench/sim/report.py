@@ -1,0 +1,256 @@
+"""Metrics and outputs of simulation runs: summary.json, per-policy job CSVs, plots, a markdown table.
+
+:func:`summarize` turns one :class:`.engine.SimResult` into the reproducible metrics of DESIGN "Simulation"
+(JCT and queuing time mean/p50/p95/p99, usage of each cluster, preemptions, scaling and reclaim events);
+:func:`combine` averages runs over seeds (mean, and the spread as the standard deviation); :func:`write_outputs`
+writes ``summary.json`` (bytes reproducible for the same inputs and seeds), ``timings.json`` (decide times, which
+are not), ``jobs-POLICY.csv`` and, with matplotlib installed, ``jct_cdf.png`` and ``timeline.png``;
+:func:`markdown_table` is the stdout table with ratios to the baseline.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+DIGITS = 6
+
+
+def _r(x: float | None) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    return round(float(x), DIGITS)
+
+
+def _stats(values: list[float]) -> dict:
+    if not values:
+        return {"mean": None, "p50": None, "p95": None, "p99": None}
+    a = np.asarray(values, dtype=np.float64)
+    return {"mean": _r(a.mean()), "p50": _r(np.percentile(a, 50)), "p95": _r(np.percentile(a, 95)),
+            "p99": _r(np.percentile(a, 99))}
+
+
+def _usage(gs: dict, span: float, config) -> dict:
+    g = config.server_gpus
+    train_cap = config.training_servers * g * span
+    inf_cap = config.inference_servers * g * span
+    used_inf = gs["inference_serving"] + gs["inference_loaned_used"]
+    usage = {
+        "training": _r(gs["training_used"] / train_cap) if train_cap > 0 else None,
+        "inference": _r(used_inf / inf_cap) if inf_cap > 0 else None,
+        "inference_loaned": _r(gs["inference_loaned_used"] / inf_cap) if inf_cap > 0 else None,
+        "total": _r((gs["training_used"] + used_inf) / (train_cap + inf_cap)) if train_cap + inf_cap > 0 else None,
+        "inference_unmet_gpu_s": _r(gs["inference_unmet"]),
+    }
+    return usage
+
+
+def summarize(result, config) -> dict:
+    """Reproducible metrics of one run (no wall-clock times). ``usage``: GPU usage of each cluster over the
+    whole run (first arrival to last completion); ``usage_arrivals``: the same while jobs arrive (first to last
+    arrival: the loaded steady state, without the drain of the longest jobs)."""
+    done = [r for r in result.jobs if r["end"] is not None]
+    usage = _usage(result.gpu_seconds, result.makespan, config)
+    return {
+        "jobs": len(result.jobs), "completed": len(done), "makespan": _r(result.makespan),
+        "jct": _stats([r["jct"] for r in done]),
+        "queue": _stats([r["queue"] for r in result.jobs if r["queue"] is not None]),
+        "usage": usage,
+        "usage_arrivals": _usage(result.gpu_seconds_window, result.window, config),
+        **{k: result.counters[k] for k in sorted(result.counters)},
+    }
+
+
+def timing(result) -> dict:
+    ms = result.decide_ms
+    if not ms:
+        return {"rounds": 0, "p50": None, "p99": None, "mean": None, "total_s": 0.0}
+    a = np.asarray(ms)
+    return {"rounds": len(ms), "p50": round(float(np.percentile(a, 50)), 3),
+            "p99": round(float(np.percentile(a, 99)), 3), "mean": round(float(a.mean()), 3),
+            "total_s": round(float(a.sum()) / 1e3, 3)}
+
+
+def _leaves(d: dict, prefix=()):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from _leaves(v, (*prefix, k))
+        else:
+            yield (*prefix, k), v
+
+
+def _put(d: dict, path, value) -> None:
+    for k in path[:-1]:
+        d = d.setdefault(k, {})
+    d[path[-1]] = value
+
+
+def combine(per_seed: list[dict]) -> dict:
+    """Mean over seeds of every numeric metric, and ``spread`` (standard deviation) beside it."""
+    if len(per_seed) == 1:
+        return {**per_seed[0], "seeds": 1}
+    out: dict = {}
+    spread: dict = {}
+    paths = [p for p, _ in _leaves(per_seed[0])]
+    for p in paths:
+        vals = []
+        for s in per_seed:
+            v = s
+            for k in p:
+                v = v[k]
+            vals.append(v)
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
+            a = np.asarray(vals, dtype=np.float64)
+            _put(out, p, _r(a.mean()))
+            _put(spread, p, _r(a.std()))
+        else:
+            _put(out, p, None)
+    out["seeds"] = len(per_seed)
+    out["spread"] = spread
+    return out
+
+
+def summary_bytes(summaries: dict[str, dict], meta: dict) -> bytes:
+    return (json.dumps({"meta": meta, "policies": summaries}, indent=2, sort_keys=True) + "\n").encode()
+
+
+def jobs_csv(result) -> bytes:
+    buf = io.StringIO()
+    cols = ["id", "line", "submit", "gpus", "app", "min_workers", "max_workers", "work", "start", "end", "queue",
+            "jct", "preemptions", "scalings"]
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in result.jobs:
+        w.writerow(["" if r[c] is None else (repr(_r(r[c])) if isinstance(r[c], float) else r[c]) for c in cols])
+    return buf.getvalue().encode()
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def write_outputs(out: Path, summaries: dict[str, dict], timings: dict[str, list[dict]], results: dict,
+                  config, meta: dict) -> list[Path]:
+    """Write the files of ``--out``; returns the paths written. ``results``: one SimResult per policy (the
+    first seed's), for the job CSVs and the plots."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, res in results.items():
+        p = out / f"jobs-{name}.csv"
+        _write(p, jobs_csv(res))
+        written.append(p)
+    p = out / "summary.json"
+    _write(p, summary_bytes(summaries, meta))
+    written.append(p)
+    p = out / "timings.json"
+    _write(p, (json.dumps({"decide_ms": timings}, indent=2, sort_keys=True) + "\n").encode())
+    written.append(p)
+    written += plots(out, results, config)
+    return written
+
+
+def plots(out: Path, results: dict, config) -> list[Path]:
+    """JCT CDF per policy; queue length and usage of each cluster over time. Skipped without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log.info("matplotlib not installed: no plots (pip install 'lyra-solver[bench]')")
+        return []
+    written = []
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, res in results.items():
+        jct = np.sort([r["jct"] for r in res.jobs if r["jct"] is not None])
+        if jct.size:
+            ax.plot(jct / 3600.0, np.arange(1, jct.size + 1) / jct.size, label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("job completion time (hours)")
+    ax.set_ylabel("fraction of jobs")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    p = out / "jct_cdf.png"
+    fig.tight_layout()
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    written.append(p)
+
+    fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    tg = max(1, config.training_servers * config.server_gpus)
+    ig = max(1, config.inference_servers * config.server_gpus)
+    for name, res in results.items():
+        if not res.series:
+            continue
+        s = np.asarray(res.series, dtype=np.float64)
+        step = max(1, s.shape[0] // 4000)
+        s = s[::step]
+        hours = (s[:, 0] - s[0, 0]) / 3600.0
+        axes[0].plot(hours, s[:, 1], label=name, lw=0.8)
+        axes[1].plot(hours, s[:, 2] / tg, label=name, lw=0.8)
+        axes[2].plot(hours, (s[:, 3] + s[:, 4]) / ig, label=name, lw=0.8)
+    axes[0].set_ylabel("queued jobs")
+    axes[1].set_ylabel("training usage")
+    axes[2].set_ylabel("inference usage")
+    axes[2].set_xlabel("hours")
+    axes[0].legend(fontsize=7, ncol=4)
+    for a in axes:
+        a.grid(alpha=0.3)
+    p = out / "timeline.png"
+    fig.tight_layout()
+    fig.savefig(p, dpi=120)
+    plt.close(fig)
+    written.append(p)
+    return written
+
+
+def _ratio(base, x) -> str:
+    if base is None or x is None or x == 0:
+        return "-"
+    return f"{base / x:.2f}x"
+
+
+def _fmt(x, scale=1.0, digits=0) -> str:
+    return "-" if x is None else f"{x / scale:,.{digits}f}"
+
+
+def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | None = None,
+                   baseline: str = "baseline") -> str:
+    """One row per policy: JCT and queuing (hours) with the baseline's value divided by the policy's (higher
+    is better), usage of each cluster and in all, its change from the baseline, events and decide time."""
+    base = summaries.get(baseline)
+    head = ("| policy | mean JCT (h) | JCT vs baseline | mean queue (h) | queue vs baseline | p99 JCT (h) | "
+            "usage training* | usage inference* | usage total* | usage vs baseline | preemptions | scalings | "
+            "reclaims | decide p50/p99 (ms) |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for name, s in summaries.items():
+        bj = base["jct"]["mean"] if base else None
+        bq = base["queue"]["mean"] if base else None
+        bu = base["usage_arrivals"]["total"] if base else None
+        u = s["usage_arrivals"]
+        du = "-" if bu in (None, 0) or u["total"] is None else f"{(u['total'] / bu - 1) * 100:+.1f}%"
+        t = (timings or {}).get(name)
+        tm = "-"
+        if t:
+            p50 = np.mean([x["p50"] for x in t if x["p50"] is not None] or [math.nan])
+            p99 = np.mean([x["p99"] for x in t if x["p99"] is not None] or [math.nan])
+            tm = f"{p50:.1f} / {p99:.1f}"
+        lines.append(
+            f"| {name} | {_fmt(s['jct']['mean'], 3600, 2)} | {_ratio(bj, s['jct']['mean'])} | "
+            f"{_fmt(s['queue']['mean'], 3600, 2)} | {_ratio(bq, s['queue']['mean'])} | "
+            f"{_fmt(s['jct']['p99'], 3600, 1)} | {_fmt(u['training'], 0.01, 1)}% | "
+            f"{_fmt(u['inference'], 0.01, 1)}% | {_fmt(u['total'], 0.01, 1)}% | {du} | "
+            f"{_fmt(s['preemptions'])} | {_fmt(s['scaling_events'])} | {_fmt(s['reclaim_events'])} | {tm} |")
+    lines.append("")
+    lines.append("*usage while jobs arrive (first to last arrival); JCT/queue ratios: baseline / policy, "
+                 "higher is better")
+    return "\n".join(lines)

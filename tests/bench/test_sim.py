@@ -1,0 +1,203 @@
+"""The cluster simulator on small slices of the real traces: every decision passes the independent checker,
+work is conserved, GPU usage stays within capacity, runs are reproducible byte for byte, bad traces exit 2."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import pytest
+from lyra_solver.bench.sim import data_dir, get_policy, load_load_curve, load_philly, load_pollux_workload, map_jobs
+from lyra_solver.bench.sim.engine import SimConfig, simulate
+from lyra_solver.bench.sim.policies import POLICIES, packing_available
+from lyra_solver.cli import main
+from lyra_solver.errors import InputError
+
+DATA = data_dir()
+PHILLY = DATA / "philly" / "philly.csv"
+QPS = DATA / "alibaba" / "genai_qps.csv"
+needs_data = pytest.mark.skipif(not PHILLY.exists() or not QPS.exists(), reason="shared/data not present")
+
+
+def _slice(n=40, start="2017-10-09 06:00"):
+    return load_philly(PHILLY, start=start, limit=n)
+
+
+def _config(**kw):
+    base = dict(training_servers=2, inference_servers=3, interval=300.0, load=load_load_curve(QPS))
+    base.update(kw)
+    return SimConfig(**base)
+
+
+@needs_data
+@pytest.mark.parametrize("policy", ["baseline", "loan", "lyra", "tiresias"])
+def test_every_decision_passes_the_checker_and_work_is_conserved(policy):
+    specs = map_jobs(_slice(), seed=1, restart_penalty=30.0, preemption_penalty=300.0)
+    cfg = _config(check=True, record=True)
+    res = simulate(specs, get_policy(policy), cfg)  # check=True raises DecisionRejected on any violation
+    assert res.counters["rounds"] > 0
+    rows = {r["id"]: r for r in res.jobs}
+    assert all(r["end"] is not None for r in rows.values())
+    done = defaultdict(float)
+    last = defaultdict(float)
+    for jid, a, b, rate in res.segments:
+        assert b > a and rate > 0
+        assert a >= rows[jid]["start"] - 1e-9 and b <= rows[jid]["end"] + 1e-9
+        done[jid] += rate * (b - a)
+        last[jid] = max(last[jid], b)
+    for spec in specs:
+        # the work done adds up to the job's work, and the job ends exactly when the last of it is done
+        assert done[spec.id] == pytest.approx(spec.work, rel=1e-9), spec.id
+        assert rows[spec.id]["end"] == pytest.approx(last[spec.id], abs=1e-6), spec.id
+        run = rows[spec.id]["end"] - rows[spec.id]["start"]
+        if not get_policy(policy).elastic:
+            # at its requested size a job needs exactly its traced duration, plus any penalty: never less
+            assert run >= spec.duration - 1e-6, spec.id
+            if rows[spec.id]["preemptions"] == 0:
+                assert run == pytest.approx(spec.duration, abs=1e-6), spec.id
+
+
+@needs_data
+@pytest.mark.parametrize("policy", ["baseline", "lyra", "elastic"])
+def test_gpus_used_never_exceed_capacity(policy):
+    cfg = _config()
+    res = simulate(map_jobs(_slice(60), seed=2), get_policy(policy), cfg)
+    tg, ig = cfg.training_servers * cfg.server_gpus, cfg.inference_servers * cfg.server_gpus
+    for _t, _queued, train, serving, loaned in res.series:
+        assert 0 <= train <= tg
+        assert 0 <= serving + loaned <= ig
+    gs = res.gpu_seconds
+    assert gs["training_used"] <= tg * res.makespan + 1e-6
+    assert gs["inference_serving"] + gs["inference_loaned_used"] <= ig * res.makespan + 1e-6
+    if not get_policy(policy).loan:
+        assert gs["inference_loaned_used"] == 0
+
+
+@needs_data
+def test_elastic_jobs_stay_in_their_range_and_lyra_loans():
+    specs = map_jobs(_slice(60), seed=3, elastic_share=1.0)
+    assert all(s.min_workers == math.ceil(s.gpus / 2) and s.max_workers == max(s.gpus, min(2 * s.gpus, 64))
+               for s in specs)
+    res = simulate(specs, get_policy("lyra"), _config(check=True))
+    assert res.counters["scaling_events"] > 0
+    assert res.counters["loans"] > 0
+
+
+@needs_data
+@pytest.mark.parametrize("policy", ["baseline", "lyra"])
+def test_skipping_quiet_rounds_changes_nothing(policy):
+    specs = map_jobs(_slice(50), seed=6)
+    a = simulate(specs, get_policy(policy), _config(skip_quiet=True))
+    b = simulate(specs, get_policy(policy), _config(skip_quiet=False))
+    assert a.jobs == b.jobs and a.gpu_seconds == b.gpu_seconds
+    assert a.counters["quiet_rounds"] > 0 and b.counters["quiet_rounds"] == 0
+    assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
+
+
+def _cli(tmp_path, name, *extra):
+    out = tmp_path / name
+    rc = main(["simulate", "--trace", str(PHILLY), "--start", "2017-10-09 06:00", "--limit", "30",
+               "--training-servers", "2", "--inference-servers", "2", "--interval", "300", "--load", str(QPS),
+               "--out", str(out), "--no-progress", *extra])
+    return rc, out
+
+
+@needs_data
+def test_same_seed_same_summary_bytes(tmp_path, capsys):
+    rc1, a = _cli(tmp_path, "a", "--policy", "lyra", "--seed", "4")
+    rc2, b = _cli(tmp_path, "b", "--policy", "lyra", "--seed", "4")
+    assert rc1 == rc2 == 0
+    assert (a / "summary.json").read_bytes() == (b / "summary.json").read_bytes()
+    assert (a / "jobs-lyra.csv").read_bytes() == (b / "jobs-lyra.csv").read_bytes()
+    assert (a / "timings.json").exists()
+    table = capsys.readouterr().out
+    assert "| lyra |" in table
+    rc3, c = _cli(tmp_path, "c", "--policy", "lyra", "--seed", "5")
+    assert rc3 == 0 and (c / "summary.json").read_bytes() != (a / "summary.json").read_bytes()
+
+
+@needs_data
+def test_compare_in_parallel_with_seeds(tmp_path, capsys):
+    import json
+
+    rc, out = _cli(tmp_path, "cmp", "--compare", "baseline", "elastic", "--seeds", "2", "--jobs", "2")
+    assert rc == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert set(s["policies"]) == {"baseline", "elastic"}
+    assert s["policies"]["baseline"]["seeds"] == 2 and "spread" in s["policies"]["baseline"]
+    assert "1.00x" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("body, line", [
+    ("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n2017-10-09 07:01:5", 3),
+    ("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,abc,1,66.0,a\n", 2),
+    ("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,6,0,66.0,a\n", 2),
+    ("timestamp,duration,num_gpus,gpu_time,cluster\nyesterday,6,1,6,a\n", 2),
+    ("timestamp,duration\n", 1),
+    ("", 1),
+])
+def test_bad_trace_exits_2_naming_file_and_line(tmp_path, capsys, body, line):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(body)
+    rc = main(["simulate", "--trace", str(bad), "--policy", "baseline", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1 and str(bad) in err and f"line {line}" in err, err
+    assert not (tmp_path / "o").exists()  # no partial output
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main(["simulate", "--policy", "lyra"]) == 2
+    assert main(["simulate", "--trace", str(tmp_path / "missing.csv"), "--policy", "lyra"]) == 2
+    assert "missing.csv" in capsys.readouterr().err
+
+
+def test_load_curve_plain_and_alibaba(tmp_path):
+    plain = tmp_path / "load.csv"
+    plain.write_text("time,value\n0,2\n60,4\n120,1\n")
+    c = load_load_curve(plain)
+    assert c.values == (0.5, 1.0, 0.25) and c.period == 180.0
+    assert c.at(0) == 0.5 and c.at(61) == 1.0 and c.at(179) == 0.25 and c.at(181) == 0.5
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,value\n0,2\n60,-1\n")
+    with pytest.raises(InputError, match="line 3"):
+        load_load_curve(bad)
+    if QPS.exists():
+        q = load_load_curve(QPS, window=300)
+        assert max(q.values) == 1.0 and min(q.values) >= 0 and 20 * 3600 < q.period < 24 * 3600
+
+
+def test_mapping_is_seeded_and_documented():
+    from lyra_solver.bench.sim.traces import TraceJob
+    from lyra_solver.throughput import rate_one
+    from lyra_solver.types import ProfileThroughput
+
+    trace = [TraceJob(line=i + 2, submit=float(i), gpus=g, duration=100.0, key=f"row{i}")
+             for i, g in enumerate([1, 2, 4, 8, 16, 32, 128] * 20)]
+    a, b = map_jobs(trace, seed=7), map_jobs(trace, seed=7)
+    assert a == b and map_jobs(trace, seed=8) != a
+    assert len({s.app for s in a}) == 6
+    elastic = sum(s.max_workers > s.min_workers for s in a)
+    assert 0.3 * len(a) < elastic < 0.7 * len(a)
+    for s in a:
+        assert s.work == pytest.approx(100.0 * rate_one(ProfileThroughput(model=s.app), s.gpus))
+        assert s.min_workers <= s.gpus <= s.max_workers <= max(s.gpus, 64)
+        assert (s.restart_penalty, s.preemption_penalty) == (30.0, 300.0)
+
+
+@pytest.mark.skipif(not (DATA / "pollux").exists(), reason="shared/data not present")
+def test_pollux_workload_loads():
+    jobs = load_pollux_workload(DATA / "pollux" / "workloads" / "workload-1.csv")
+    assert len(jobs) == 160 and all(j.app for j in jobs)
+    assert [j.submit for j in jobs] == sorted(j.submit for j in jobs)
+
+
+def test_policies_and_packing():
+    assert set(POLICIES) == {"baseline", "baseline-sjf", "loan", "elastic", "lyra", "lyra-exact", "lyra-pack",
+                             "tiresias"}
+    with pytest.raises(InputError, match="unknown policy"):
+        get_policy("nope")
+    if packing_available():
+        assert get_policy("lyra-pack").packing == "gimbal"
+    else:
+        with pytest.raises(InputError, match="packing not available"):
+            get_policy("lyra-pack")
