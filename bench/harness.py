@@ -60,6 +60,7 @@ SUITES: dict[str, str] = {
     "reclaim": "lyra_solver.bench.suites.reclaim:SUITE",
     "placement": "lyra_solver.bench.suites.placement:SUITE",
     "decide": "lyra_solver.bench.suites.decide:SUITE",
+    "packing": "lyra_solver.bench.suites.packing:SUITE",
 }
 
 #: Calls slower than this many seconds are not repeated: the warm-up is the measurement.

@@ -21,8 +21,8 @@ from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.mckp import METHODS as MCKP_METHODS
 
 __all__ = [
-    "ALLOCATIONS", "ALLOCATION_METHOD", "MCKP_METHODS", "PACKINGS", "PLACEMENTS", "QUEUE_ORDERS", "RECLAIMS",
-    "SERVER_POOLS",
+    "ALLOCATIONS", "ALLOCATION_METHOD", "MCKP_METHODS", "PACKINGS", "PACKING_POLICIES", "PLACEMENTS",
+    "QUEUE_ORDERS", "RECLAIMS", "SERVER_POOLS", "PackingPolicy",
     "SERVER_STATES", "STATUSES", "STEP_METHODS", "Allocation", "Packing", "PlacementOption", "QueueOrder",
     "ReclaimOption", "ServerKind", "ServerPool", "ServerState", "StatusName", "StepMethod", "Tier",
     "check_option",
@@ -78,9 +78,14 @@ RECLAIMS: tuple[str, ...] = get_args(ReclaimOption)
 PlacementOption = Literal["bfd", "exact"]
 PLACEMENTS: tuple[str, ...] = get_args(PlacementOption)
 
-#: GPU sharing after placement (Gimbal); ``off`` until a packing policy lands.
-Packing = Literal["off"]
+#: GPU sharing after placement (step 6): ``off`` (default), Gimbal's greedy, Lucid's threshold pairing,
+#: Gandiva's random pairing, or the exact assignment (CP-SAT).
+Packing = Literal["off", "gimbal", "lucid", "random", "exact"]
 PACKINGS: tuple[str, ...] = get_args(Packing)
+
+#: Objective of packing (Gimbal's policies).
+PackingPolicy = Literal["jct", "deadline", "makespan"]
+PACKING_POLICIES: tuple[str, ...] = get_args(PackingPolicy)
 
 # --------------------------------------------------------------------------------------------- reports
 #: Solve statuses as written in answers and decision summaries.
@@ -88,8 +93,10 @@ STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 
 #: Method names a decision's ``summary.methods`` may report, per step: ``none`` (nothing to do), the reclaim
-#: methods, ``mckp-<method>`` for allocation, the placement methods (``bfd-fallback``: the ILP gave no answer).
-STEP_METHODS: tuple[str, ...] = ("none", "greedy", "cpsat", "cbc", "bfd", "bfd-fallback") + tuple(
+#: methods, ``mckp-<method>`` for allocation, the placement methods (``bfd-fallback``: the ILP gave no answer),
+#: the packing methods (``cpsat`` for ``exact``).
+STEP_METHODS: tuple[str, ...] = ("none", "greedy", "cpsat", "cbc", "bfd", "bfd-fallback", "gimbal", "lucid",
+                                 "random") + tuple(
     f"mckp-{m}" for m in MCKP_METHODS)
 StepMethod = Literal[STEP_METHODS]  # type: ignore[valid-type]
 

@@ -16,7 +16,15 @@ from pathlib import Path
 
 from lyra_solver import __version__, io
 from lyra_solver.errors import InputError, escape
-from lyra_solver.formulations.vocabulary import ALLOCATIONS, MCKP_METHODS, PACKINGS, PLACEMENTS, QUEUE_ORDERS, RECLAIMS
+from lyra_solver.formulations.vocabulary import (
+    ALLOCATIONS,
+    MCKP_METHODS,
+    PACKING_POLICIES,
+    PACKINGS,
+    PLACEMENTS,
+    QUEUE_ORDERS,
+    RECLAIMS,
+)
 from lyra_solver.types import SCHEMAS, MCKPAnswer, json_schema
 
 log = logging.getLogger("lyra_solver.cli")
@@ -56,7 +64,8 @@ def cmd_decide(args) -> int:
     snap = io.load_snapshot(args.snapshot)
     decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
                       placement=args.placement, packing=args.packing, time_limit=args.time_limit,
-                      timings=args.timings, backend=args.backend, deterministic=args.deterministic)
+                      timings=args.timings, backend=args.backend, deterministic=args.deterministic,
+                      packing_policy=args.packing_policy)
     if args.format == "json":
         data = io.encode(decision)
     elif args.format == "pretty":
@@ -254,7 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--placement", choices=PLACEMENTS,
                    help="best fit decreasing or the placement ILP (default: options.placement, else bfd)")
     d.add_argument("--packing", choices=PACKINGS,
-                   help="GPU sharing after placement (default: options.packing, else off)")
+                   help="step 6, GPU sharing after placement: pack waiting jobs onto running jobs' GPUs "
+                        "(default: options.packing, else off)")
+    d.add_argument("--packing-policy", choices=PACKING_POLICIES,
+                   help="objective of packing (default: options.packing_policy, else jct)")
     d.add_argument("--time-limit", type=_positive_float, metavar="S",
                    help="seconds for the exact steps of the round together (default: options.time_limit, else 1.0)")
     d.add_argument("--format", choices=FORMATS, default="json",

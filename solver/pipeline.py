@@ -9,7 +9,8 @@
    before elastic extras, as in Lyra);
 4. scale: the GPUs left go to elastic jobs by a multiple-choice knapsack over the value table;
 5. place: workers onto servers, best fit decreasing (or the placement ILP), keeping running jobs where they
-   are unless their worker count changed.
+   are unless their worker count changed;
+6. pack: jobs still waiting may share GPUs with running jobs (:mod:`lyra_solver.packing`; ``off`` by default).
 
 Borrowed servers that end up hosting no worker are not borrowed. The output is a :class:`Decision` whose
 bytes depend on the snapshot and the options only (timings are added only on request).
@@ -34,6 +35,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
+import msgspec
 import numpy as np
 from lyra_solver.errors import InputError
 from lyra_solver.formulations import SolveResult, Status
@@ -43,6 +45,7 @@ from lyra_solver.formulations.reclaim import ReclaimProblem
 from lyra_solver.formulations.vocabulary import (
     ALLOCATION_METHOD,
     ALLOCATIONS,
+    PACKING_POLICIES,
     PACKINGS,
     PLACEMENTS,
     QUEUE_ORDERS,
@@ -50,6 +53,7 @@ from lyra_solver.formulations.vocabulary import (
     SERVER_STATES,
     Allocation,
     Packing,
+    PackingPolicy,
     PlacementOption,
     QueueOrder,
     ReclaimOption,
@@ -60,6 +64,7 @@ from lyra_solver.formulations.vocabulary import (
 from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
+from lyra_solver.packing import pack_step
 from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
 from lyra_solver.validate import validate_snapshot
 from lyra_solver.values import BACKENDS, TIME_CAP, JobOptions, ValueTable, option_grid, value_table
@@ -77,6 +82,7 @@ class Settings:
     packing: Packing
     time_limit: float
     timings: bool = False
+    packing_policy: PackingPolicy = "jct"
     backend: str = "auto"  # value-table backend (values.BACKENDS)
     #: exact steps on deterministic limits (CP-SAT's deterministic time, the MCKP core's memory limit) instead
     #: of wall time: the same answer whatever the machine's load (README "Limits")
@@ -94,7 +100,7 @@ class Settings:
 #: Each option of :func:`decide` and the vocabulary it takes its value from.
 OPTION_VALUES: dict[str, tuple[str, ...]] = {
     "queue": QUEUE_ORDERS, "allocation": ALLOCATIONS, "reclaim": RECLAIMS, "placement": PLACEMENTS,
-    "packing": PACKINGS,
+    "packing": PACKINGS, "packing_policy": PACKING_POLICIES,
 }
 
 
@@ -646,7 +652,7 @@ def settings_of(snap: Snapshot, **overrides) -> Settings:
     """
     o = snap.options
     base = dict(queue=o.queue, allocation=o.allocation, reclaim=o.reclaim, placement=o.placement,
-                packing=o.packing, time_limit=o.time_limit)
+                packing=o.packing, time_limit=o.time_limit, packing_policy=o.packing_policy)
     for name, value in overrides.items():
         if value is None:
             continue
@@ -688,7 +694,7 @@ def _collector_paused(func):
 def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
            time_limit: float | None = None, timings: bool = False, backend: str = "auto",
-           deterministic: bool = False) -> Decision:
+           deterministic: bool = False, packing_policy: str | None = None) -> Decision:
     """One scheduling round: the decision for ``snapshot``.
 
     The snapshot is validated first (:func:`lyra_solver.validate.validate_snapshot`: free for one that
@@ -712,7 +718,8 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     t0 = time.perf_counter()
     snapshot = validate_snapshot(snapshot)
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
-                           placement=placement, packing=packing, time_limit=time_limit, backend=backend)
+                           placement=placement, packing=packing, time_limit=time_limit, backend=backend,
+                           packing_policy=packing_policy)
     # the exact steps share the round's time limit (each gets what is left), or use deterministic limits
     settings = dataclasses.replace(settings, deterministic=bool(deterministic), deadline=t0 + settings.time_limit)
     cl = Cluster.of(snapshot)
@@ -732,7 +739,13 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
              sc.report.bound)
     pl = place_step(cl, adm, sc, rec, borrowed, settings)
     log.info("place: %s %s", pl.report.method, pl.report.status)
-    return _decision(cl, rec, borrowed, adm, sc, pl, settings, time.perf_counter() - t0 if timings else None)
+    decision = pack_step(snapshot, _decision(cl, rec, borrowed, adm, sc, pl, settings, None), method=settings.packing,
+                         policy=settings.packing_policy, time_limit=settings.left(), queue=settings.queue,
+                         deterministic=settings.deterministic)
+    if timings:  # step 6 included
+        summary = msgspec.structs.replace(decision.summary, time_s=round(time.perf_counter() - t0, 6))
+        decision = msgspec.structs.replace(decision, summary=summary)
+    return decision
 
 
 def _times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:

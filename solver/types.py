@@ -17,6 +17,7 @@ from lyra_solver.formulations.vocabulary import (
     SERVER_STATES,
     Allocation,
     Packing,
+    PackingPolicy,
     PlacementOption,
     QueueOrder,
     ReclaimOption,
@@ -206,9 +207,10 @@ Throughput = PowerThroughput | TableThroughput | ProfileThroughput
 class PackingProfile(_Canonical):
     """How a job behaves when it shares GPUs (Gimbal): utilisation, memory, measured pair slowdowns."""
 
-    gpu_util: Annotated[float, Meta(ge=0, le=1)]
+    gpu_util: Annotated[float, Meta(gt=0, le=1)]
     gpu_mem_gb: NonNegFloat
     slowdown: dict[JobId, Annotated[float, Meta(ge=1)]] | None = None
+    app: str | None = None  # label for measured pair speeds (options.pair_speed)
 
 
 class Server(_Canonical):
@@ -218,6 +220,7 @@ class Server(_Canonical):
     pool: ServerPool
     gpus: PositiveInt
     state: ServerState | None = None
+    gpu_mem_gb: PositiveFloat = 80.0  # memory of each GPU (packing: both jobs' gpu_mem_gb must fit)
 
 
 class Inference(_Canonical):
@@ -257,6 +260,12 @@ class Options(_Canonical):
     placement: PlacementOption = "bfd"
     packing: Packing = "off"
     time_limit: PositiveFloat = 1.0
+    packing_policy: PackingPolicy = "jct"
+    packing_overhead: Annotated[float, Meta(ge=0, lt=1)] = 0.05
+    sample_stealing: bool = True
+    pair_speed: dict[str, Annotated[list[Annotated[float, Meta(gt=0, le=1)]], Meta(min_length=2, max_length=2)]] \
+        | None = None  # "appA|appB" -> [speed of A, speed of B] when they share GPUs
+    packing_seed: NonNegInt = 0  # seed of the random packing baseline
 
 
 class Snapshot(_Canonical, weakref=True):

@@ -342,9 +342,13 @@ def check_rules(snap: Snapshot) -> None:
                              "an inference server needs a state: serving, idle or loaned")
         if srv.pool == "training" and srv.state is not None:
             raise InputError(f"servers[{i}].state", f"a training server has no state, got {srv.state!r}")
+        _finite(srv.gpu_mem_gb, f"servers[{i}].gpu_mem_gb")
         servers[srv.id] = srv
         max_gpus = max(max_gpus, srv.gpus)
 
+    for key in snap.options.pair_speed or {}:
+        if key.count("|") != 1 or "" in key.split("|"):
+            raise InputError(f"options.pair_speed.{key}", "keys name two apps as 'appA|appB'")
     used: dict[str, int] = {}
     job_ids: set[str] = set()
     for i, job in enumerate(snap.jobs):
@@ -358,6 +362,8 @@ def check_rules(snap: Snapshot) -> None:
         _finite(job.preemption_penalty, f"{p}.preemption_penalty")
         _finite(job.attained_service, f"{p}.attained_service")
         _finite(job.deadline, f"{p}.deadline")
+        if job.packing is not None:
+            _finite(job.packing.gpu_mem_gb, f"{p}.packing.gpu_mem_gb")
         if job.min_workers > job.max_workers:
             raise InputError(f"{p}.min_workers",
                              f"min_workers {job.min_workers} is greater than max_workers {job.max_workers}")

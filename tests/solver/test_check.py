@@ -127,6 +127,8 @@ def _reclaim_more_than_loaned(s: dict, d: dict) -> None:
 def _equal_gpus_may_join(s: dict, d: dict) -> None:
     h = next(j for j in s["jobs"] if j["id"] == "h")
     h["min_workers"] = h["max_workers"] = 4  # 4 GPUs, as many as b
+    h["packing"] = {"gpu_util": 0.5, "gpu_mem_gb": 20}
+    next(j for j in s["jobs"] if j["id"] == "b")["packing"] = {"gpu_util": 0.4, "gpu_mem_gb": 30}
     d["jobs"]["h"] = {"action": "run", "workers": 4, "placement": {"t1": 4}, "changed": True}
     d["packing"].append({"server": "t1", "gpus": 1, "jobs": ["h", "b"], "shares": {"b": 1.0, "h": 0.1}})
 
