@@ -20,6 +20,7 @@ Kellerer, H., Pferschy, U., Pisinger, D. (2004). Knapsack Problems, ch. 11. Spri
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -334,7 +335,7 @@ def fit_prefix(key: np.ndarray, weight: np.ndarray, room: int) -> tuple[np.ndarr
     return taken, brk, used
 
 
-def lp_relaxation(red: Undominated, hull: Hull, capacity: int) -> LPRelaxation:
+def lp_relaxation(red: Undominated, hull: Hull, capacity: int, levels_fn: Callable | None = None) -> LPRelaxation:
     """Solve the LP relaxation of MCKP by slopes (greedy along the upper hulls).
 
     Parameters
@@ -342,6 +343,9 @@ def lp_relaxation(red: Undominated, hull: Hull, capacity: int) -> LPRelaxation:
     red : Undominated
     hull : Hull
     capacity : int
+    levels_fn : callable, optional
+        The compiled twin of the slope scan (``lp_levels`` of :mod:`lyra_solver.formulations.mckp._numba`);
+        ``None``: numpy. Both give the same arrays.
 
     Returns
     -------
@@ -360,6 +364,31 @@ def lp_relaxation(red: Undominated, hull: Hull, capacity: int) -> LPRelaxation:
     if base_w > capacity:
         return LPRelaxation(False, -np.inf, empty_i, empty_i, -np.inf, base_w, -1, 0.0, 0.0, 0.0, 0.0,
                             np.full(n, -np.inf), np.full(n, np.inf))
+    room = capacity - base_w
+    rows = np.arange(n)
+    if levels_fn is None:
+        levels, up, down, b_cls, b_step, used, max_inc = _lp_levels_numpy(hull, room)
+    else:
+        levels, up, down, b_cls, b_step, used, max_inc = levels_fn(hull.weights, hull.values, hull.counts, room)
+        b_cls, b_step, used, max_inc = int(b_cls), int(b_step), int(used), float(max_inc)
+    lp_pos = hull.pos[rows, levels]
+    weight = int(hull.weights[rows, levels].sum()) if n else 0
+    value = float(hull.values[rows, levels].sum()) if n else 0.0
+    if b_cls < 0:
+        return LPRelaxation(True, value, levels, lp_pos, value, weight, -1, 0.0, 0.0, 0.0, max_inc, up, down)
+    dw_b = int(hull.weights[b_cls, b_step + 1] - hull.weights[b_cls, b_step])
+    gain = float(hull.values[b_cls, b_step + 1] - hull.values[b_cls, b_step])
+    fraction = (room - used) / float(dw_b)
+    alpha = gain / float(dw_b)
+    return LPRelaxation(True, value + fraction * gain, levels, lp_pos, value, weight, b_cls, alpha, fraction,
+                        gain, max_inc, up, down)
+
+
+def _lp_levels_numpy(hull: Hull, room: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int, float]:
+    """The LP by slopes (numpy): levels, largest slope above / smallest below each level, break class and step
+    (``-1`` when every increment fits), weight used by the increments taken, largest value increment. The numba
+    twin is ``lp_levels`` in :mod:`lyra_solver.formulations.mckp._numba` (the same arrays)."""
+    n = hull.counts.shape[0]
     h = hull.weights.shape[1] if n else 0
     dW = hull.weights[:, 1:] - hull.weights[:, :-1]
     dV = hull.values[:, 1:] - hull.values[:, :-1]
@@ -369,13 +398,9 @@ def lp_relaxation(red: Undominated, hull: Hull, capacity: int) -> LPRelaxation:
     key = np.minimum.accumulate(slope, axis=1) if h > 1 else slope
     cls_idx, step_idx = np.nonzero(inc_valid)
     # scan by decreasing key, ties in row-major (class, step) order
-    room = capacity - base_w
     taken, brk, used = fit_prefix(key[cls_idx, step_idx], dW[cls_idx, step_idx], room)
     levels = np.bincount(cls_idx[taken], minlength=n).astype(np.int64)
     rows = np.arange(n)
-    lp_pos = hull.pos[rows, levels]
-    weight = int(hull.weights[rows, levels].sum()) if n else 0
-    value = float(hull.values[rows, levels].sum()) if n else 0.0
     max_inc = float(dV[inc_valid].max()) if inc_valid.any() else 0.0
     # slopes above / below the LP vertex, from the raw hull slopes (suffix max / prefix min)
     if h > 1:
@@ -390,10 +415,5 @@ def lp_relaxation(red: Undominated, hull: Hull, capacity: int) -> LPRelaxation:
         up = np.full(n, -np.inf)
         down = np.full(n, np.inf)
     if brk < 0:
-        return LPRelaxation(True, value, levels, lp_pos, value, weight, -1, 0.0, 0.0, 0.0, max_inc, up, down)
-    b_cls, b_step = int(cls_idx[brk]), int(step_idx[brk])
-    gain = float(dV[b_cls, b_step])
-    fraction = (room - used) / float(dW[b_cls, b_step])
-    alpha = float(slope[b_cls, b_step])
-    return LPRelaxation(True, value + fraction * gain, levels, lp_pos, value, weight, b_cls, alpha, fraction,
-                        gain, max_inc, up, down)
+        return levels, up, down, -1, -1, used, max_inc
+    return levels, up, down, int(cls_idx[brk]), int(step_idx[brk]), used, max_inc

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["get_kernels", "get_prepare", "numba_available"]
+__all__ = ["get_kernels", "get_phase_kernels", "get_prepare", "numba_available"]
 
 _KERNELS: tuple[Callable, Callable] | None = None
 _TRIED = False
@@ -187,86 +187,102 @@ def _make_prepare() -> Callable:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def reduce_classes(weights, values, sizes):  # pragma: no cover - compiled
-        """Undominated items and upper hull of every class, as ``_lp.undominated`` and ``_lp.upper_hull``."""
-        n, m = weights.shape
-        uw = np.zeros((n, m), dtype=np.int64)
-        uv = np.zeros((n, m), dtype=np.float64)
-        ui = np.zeros((n, m), dtype=np.int64)
-        cnt = np.zeros(n, dtype=np.int64)
-        hp = np.zeros((n, m), dtype=np.int64)
-        hc = np.zeros(n, dtype=np.int64)
-        order = np.empty(m, dtype=np.int64)
-        for i in range(n):
-            k = sizes[i]
-            inc = True
-            for j in range(1, k):
-                if weights[i, j] <= weights[i, j - 1]:
-                    inc = False
-                    break
-            for j in range(k):
-                order[j] = j
-            if not inc:
-                # insertion sort by (weight asc, value desc, index asc): the lexsort of the numpy path
-                for a in range(1, k):
-                    x = order[a]
-                    b = a - 1
-                    while b >= 0:
-                        y = order[b]
-                        if weights[i, y] > weights[i, x] or (weights[i, y] == weights[i, x]
-                                                            and (values[i, y] < values[i, x]
-                                                                 or (values[i, y] == values[i, x] and y > x))):
-                            order[b + 1] = y
-                            b -= 1
-                        else:
-                            break
-                    order[b + 1] = x
-            c = 0
-            best = -np.inf
-            for a in range(k):
+    def _class_hull(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
+        """Undominated items (into ``cw, cv, ci``) and hull positions (into ``hp``) of class ``i``; returns
+        their counts."""
+        inc = True
+        for j in range(1, k):
+            if weights[i, j] <= weights[i, j - 1]:
+                inc = False
+                break
+        for j in range(k):
+            order[j] = j
+        if not inc:
+            # insertion sort by (weight asc, value desc, index asc): the lexsort of the numpy path
+            for a in range(1, k):
                 x = order[a]
-                if a == 0 or values[i, x] > best:
-                    uw[i, c] = weights[i, x]
-                    uv[i, c] = values[i, x]
-                    ui[i, c] = x
-                    c += 1
-                if values[i, x] > best:
-                    best = values[i, x]
-            cnt[i] = c
-            # upper hull: monotone chain, popping a vertex on or below the segment
-            top = 1
-            hp[i, 0] = 0
-            for j in range(1, c):
-                wj = float(uw[i, j])
-                vj = uv[i, j]
-                while top >= 2:
-                    a_ = hp[i, top - 2]
-                    b_ = hp[i, top - 1]
-                    wa = float(uw[i, a_])
-                    va = uv[i, a_]
-                    wb = float(uw[i, b_])
-                    vb = uv[i, b_]
-                    if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
-                        top -= 1
+                b = a - 1
+                while b >= 0:
+                    y = order[b]
+                    if weights[i, y] > weights[i, x] or (weights[i, y] == weights[i, x]
+                                                        and (values[i, y] < values[i, x]
+                                                             or (values[i, y] == values[i, x] and y > x))):
+                        order[b + 1] = y
+                        b -= 1
                     else:
                         break
-                hp[i, top] = j
-                top += 1
-            hc[i] = top
-            for j in range(top, c):
-                hp[i, j] = 0
+                order[b + 1] = x
+        c = 0
+        best = -np.inf
+        for a in range(k):
+            x = order[a]
+            if a == 0 or values[i, x] > best:
+                cw[c] = weights[i, x]
+                cv[c] = values[i, x]
+                ci[c] = x
+                c += 1
+            if values[i, x] > best:
+                best = values[i, x]
+        # upper hull: monotone chain, popping a vertex on or below the segment
+        top = 1
+        hp[0] = 0
+        for j in range(1, c):
+            wj = float(cw[j])
+            vj = cv[j]
+            while top >= 2:
+                a_ = hp[top - 2]
+                b_ = hp[top - 1]
+                wa = float(cw[a_])
+                va = cv[a_]
+                wb = float(cw[b_])
+                vb = cv[b_]
+                if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
+                    top -= 1
+                else:
+                    break
+            hp[top] = j
+            top += 1
+        return c, top
+
+    @numba.njit(cache=True, nogil=True)
+    def reduce_classes(weights, values, sizes):  # pragma: no cover - compiled
+        """Undominated items and upper hull of every class, as ``_lp.undominated`` and ``_lp.upper_hull``.
+
+        Two passes over the classes (counts, then the outputs at their exact widths), so no padded
+        intermediate array is allocated or copied."""
+        n, m = weights.shape
+        order = np.empty(max(m, 1), dtype=np.int64)
+        cw = np.empty(max(m, 1), dtype=np.int64)
+        cv = np.empty(max(m, 1), dtype=np.float64)
+        ci = np.empty(max(m, 1), dtype=np.int64)
+        chp = np.empty(max(m, 1), dtype=np.int64)
+        cnt = np.zeros(n, dtype=np.int64)
+        hc = np.zeros(n, dtype=np.int64)
         u = 0
         h = 0
         for i in range(n):
-            u = max(u, cnt[i])
-            h = max(h, hc[i])
+            c, top = _class_hull(weights, values, i, sizes[i], order, cw, cv, ci, chp)
+            cnt[i] = c
+            hc[i] = top
+            u = max(u, c)
+            h = max(h, top)
+        uw = np.zeros((n, u), dtype=np.int64)
+        uv = np.zeros((n, u), dtype=np.float64)
+        ui = np.zeros((n, u), dtype=np.int64)
+        hp = np.zeros((n, h), dtype=np.int64)
         hw = np.zeros((n, h), dtype=np.int64)
         hv = np.zeros((n, h), dtype=np.float64)
         for i in range(n):
-            for j in range(hc[i]):
-                hw[i, j] = uw[i, hp[i, j]]
-                hv[i, j] = uv[i, hp[i, j]]
-        return (uw[:, :u].copy(), uv[:, :u].copy(), ui[:, :u].copy(), cnt, hp[:, :h].copy(), hc, hw, hv)
+            c, top = _class_hull(weights, values, i, sizes[i], order, cw, cv, ci, chp)
+            for j in range(c):
+                uw[i, j] = cw[j]
+                uv[i, j] = cv[j]
+                ui[i, j] = ci[j]
+            for j in range(top):
+                hp[i, j] = chp[j]
+                hw[i, j] = cw[chp[j]]
+                hv[i, j] = cv[chp[j]]
+        return uw, uv, ui, cnt, hp, hc, hw, hv
 
     return reduce_classes
 
@@ -285,3 +301,226 @@ def get_prepare() -> Callable | None:
     except ImportError:
         _PREP = None
     return _PREP
+
+
+_PHASE: tuple[Callable, Callable, Callable, Callable] | None = None
+_PHASE_TRIED = False
+
+
+def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def fit_prefix(key, weight, room):  # pragma: no cover - compiled
+        """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that
+        fits ``room``; weighted selection around median-of-three pivots, the last few candidates sorted."""
+        N = key.shape[0]
+        taken = np.zeros(N, dtype=np.bool_)
+        cand = np.arange(N)
+        buf = np.empty(N, dtype=np.int64)
+        lo = 0
+        hi = N
+        used = 0
+        while hi - lo > 256:
+            a = key[cand[lo]]
+            b = key[cand[(lo + hi) // 2]]
+            c = key[cand[hi - 1]]
+            if a > b:
+                a, b = b, a
+            if b > c:
+                b = c
+            piv = a if a > b else b
+            ngt = 0
+            neq = 0
+            w_gt = 0
+            w_eq = 0
+            for t in range(lo, hi):
+                x = cand[t]
+                if key[x] > piv:
+                    ngt += 1
+                    w_gt += weight[x]
+                elif key[x] == piv:
+                    neq += 1
+                    w_eq += weight[x]
+            pg = lo
+            pe = lo + ngt
+            pl = lo + ngt + neq
+            for t in range(lo, hi):
+                x = cand[t]
+                if key[x] > piv:
+                    buf[pg] = x
+                    pg += 1
+                elif key[x] == piv:
+                    buf[pe] = x
+                    pe += 1
+                else:
+                    buf[pl] = x
+                    pl += 1
+            for t in range(lo, hi):
+                cand[t] = buf[t]
+            if used + w_gt > room:
+                hi = lo + ngt
+                continue
+            for t in range(lo, lo + ngt):
+                taken[cand[t]] = True
+            used += w_gt
+            if used + w_eq <= room:
+                for t in range(lo + ngt, lo + ngt + neq):
+                    taken[cand[t]] = True
+                used += w_eq
+                lo = lo + ngt + neq
+            else:
+                lo = lo + ngt
+                hi = lo + neq
+                break
+        rest = np.sort(cand[lo:hi])
+        order = np.argsort(-key[rest], kind="mergesort")
+        brk = -1
+        for t in range(order.shape[0]):
+            x = rest[order[t]]
+            if used + weight[x] <= room:
+                taken[x] = True
+                used += weight[x]
+            else:
+                brk = x
+                break
+        return taken, brk, used
+
+    @numba.njit(cache=True, nogil=True)
+    def lp_levels(hw, hv, hc, room):  # pragma: no cover - compiled
+        """The LP by slopes over the hulls (twin of the numpy part of ``_lp.lp_relaxation``): levels, slopes
+        above / below them, break class and step, weight used and the largest increment."""
+        n = hc.shape[0]
+        N = 0
+        for i in range(n):
+            N += hc[i] - 1
+        key = np.empty(N, dtype=np.float64)
+        slope = np.empty(N, dtype=np.float64)
+        dW = np.empty(N, dtype=np.int64)
+        cls = np.empty(N, dtype=np.int64)
+        start = np.empty(n + 1, dtype=np.int64)
+        max_inc = -np.inf
+        t = 0
+        for i in range(n):
+            start[i] = t
+            run = np.inf
+            for s in range(hc[i] - 1):
+                dw = hw[i, s + 1] - hw[i, s]
+                dv = hv[i, s + 1] - hv[i, s]
+                sl = dv / float(dw)
+                if sl < run:
+                    run = sl
+                key[t] = run
+                slope[t] = sl
+                dW[t] = dw
+                cls[t] = i
+                if dv > max_inc:
+                    max_inc = dv
+                t += 1
+        start[n] = t
+        if N == 0:
+            max_inc = 0.0
+        taken, brk, used = fit_prefix(key, dW, room)
+        levels = np.zeros(n, dtype=np.int64)
+        for t in range(N):
+            if taken[t]:
+                levels[cls[t]] += 1
+        up = np.full(n, -np.inf)
+        down = np.full(n, np.inf)
+        for i in range(n):
+            for t in range(start[i], start[i + 1]):
+                if t - start[i] >= levels[i]:
+                    if slope[t] > up[i]:
+                        up[i] = slope[t]
+                elif slope[t] < down[i]:
+                    down[i] = slope[t]
+        b_cls = -1
+        b_step = -1
+        if brk >= 0:
+            b_cls = cls[brk]
+            b_step = brk - start[b_cls]
+        return levels, up, down, b_cls, b_step, used, max_inc
+
+    @numba.njit(cache=True, nogil=True)
+    def regrets(uw, uv, cnt, lp_pos, alpha):  # pragma: no cover - compiled
+        """Regret of every class's LP item over its other items at gradient ``alpha`` (twin of the numpy
+        expression in ``core._prepare``)."""
+        n = cnt.shape[0]
+        out = np.empty(n, dtype=np.float64)
+        for i in range(n):
+            p = lp_pos[i]
+            lag_lp = uv[i, p] - alpha * float(uw[i, p])
+            mx = -np.inf
+            for j in range(cnt[i]):
+                if j != p:
+                    lg = uv[i, j] - alpha * float(uw[i, j])
+                    if lg > mx:
+                        mx = lg
+            r = lag_lp - mx
+            out[i] = r if r > 0.0 else 0.0
+        return out
+
+    @numba.njit(cache=True, nogil=True)
+    def greedy_fill(uw, uv, cnt, pos0, room, rounds):  # pragma: no cover - compiled
+        """Twin of ``core._greedy_fill_numpy``: positions and free capacity after the greedy fill rounds."""
+        n = cnt.shape[0]
+        pos = pos0.copy()
+        best_gain = np.empty(n, dtype=np.float64)
+        best_pos = np.empty(n, dtype=np.int64)
+        for _ in range(rounds):
+            if room <= 0:
+                break
+            n_off = 0
+            for i in range(n):
+                p = pos[i]
+                cw = uw[i, p]
+                cv = uv[i, p]
+                bg = 0.0
+                bp = p
+                j = p + 1
+                while j < cnt[i] and uw[i, j] - cw <= room:
+                    g = uv[i, j] - cv
+                    if g > bg:
+                        bg = g
+                        bp = j
+                    j += 1
+                best_gain[i] = bg
+                best_pos[i] = bp
+                if bp != p:
+                    n_off += 1
+            if n_off == 0:
+                break
+            cls = np.empty(n_off, dtype=np.int64)
+            key = np.empty(n_off, dtype=np.float64)
+            dW = np.empty(n_off, dtype=np.int64)
+            t = 0
+            for i in range(n):
+                if best_pos[i] != pos[i]:
+                    cls[t] = i
+                    dW[t] = uw[i, best_pos[i]] - uw[i, pos[i]]
+                    key[t] = best_gain[i] / float(dW[t])
+                    t += 1
+            taken, _, used = fit_prefix(key, dW, room)
+            for t in range(n_off):
+                if taken[t]:
+                    pos[cls[t]] = best_pos[cls[t]]
+            room -= used
+        return pos, room
+
+    return fit_prefix, lp_levels, regrets, greedy_fill
+
+
+def get_phase_kernels() -> tuple[Callable, Callable, Callable, Callable] | None:
+    """The compiled ``(fit_prefix, lp_levels, regrets, greedy_fill)`` kernels of the core's prepare and start
+    phases, or ``None`` when :func:`numba_available` is false."""
+    global _PHASE, _PHASE_TRIED
+    if _PHASE_TRIED:
+        return _PHASE
+    _PHASE_TRIED = True
+    if not numba_available():
+        return None
+    try:
+        _PHASE = _make_phase_kernels()
+    except ImportError:
+        _PHASE = None
+    return _PHASE

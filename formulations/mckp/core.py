@@ -69,7 +69,7 @@ from lyra_solver.formulations.mckp._lp import (
     undominated,
     upper_hull,
 )
-from lyra_solver.formulations.mckp._numba import get_kernels, get_prepare, numba_available
+from lyra_solver.formulations.mckp._numba import get_kernels, get_phase_kernels, get_prepare, numba_available
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["DEFAULT_MAX_BYTES", "NUMBA_MIN_ITEMS", "Incumbent", "count_numpy", "default_use_numba", "solve_core",
@@ -332,7 +332,8 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | tuple[Undomin
     integral (nothing left to search)."""
     n = problem.n_classes
     red, hull = _reduce(problem, use_numba)
-    lp = lp_relaxation(red, hull, problem.capacity)
+    phase = get_phase_kernels() if use_numba else None
+    lp = lp_relaxation(red, hull, problem.capacity, None if phase is None else phase[1])
     if not lp.feasible or lp.frac_class < 0:
         return red, lp
     rows = np.arange(n)
@@ -346,16 +347,38 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | tuple[Undomin
     lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
     lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
     # regrets with respect to alpha, over the undominated items
-    u = red.weights.shape[1]
-    valid = np.arange(u)[None, :] < red.counts[:, None]
-    lag = np.where(valid, red.values - lp.alpha * red.weights, -np.inf)
-    lag_lp = lag[rows, lp.lp_pos]
-    lag[rows, lp.lp_pos] = -np.inf
-    regret = np.maximum(lag_lp - lag.max(axis=1), 0.0)  # a single item: +inf
+    if phase is None:
+        regret = _regrets_numpy(red, lp.lp_pos, lp.alpha)
+    else:
+        regret = phase[2](red.weights, red.values, red.counts, lp.lp_pos, lp.alpha)
     return _Prepared(red, hull, lp, base_w, base_v, tol, lam_up, lam_dn, regret)
 
 
-def _greedy_fill(prep: _Prepared, cap: int) -> tuple[np.ndarray, float, int]:
+def _regrets_numpy(red: Undominated, lp_pos: np.ndarray, alpha: float) -> np.ndarray:
+    """``r_i = max(0, L_i(lp_pos[i]) - max_{other j} L_ij)`` with ``L_ij = v_ij - alpha w_ij`` (``+inf`` for a
+    single item); the numba twin is ``regrets`` in :mod:`lyra_solver.formulations.mckp._numba`."""
+    n, u = red.weights.shape
+    rows = np.arange(n)
+    valid = np.arange(u)[None, :] < red.counts[:, None]
+    lag = np.where(valid, red.values - alpha * red.weights, -np.inf)
+    lag_lp = lag[rows, lp_pos]
+    lag[rows, lp_pos] = -np.inf
+    return np.maximum(lag_lp - lag.max(axis=1), 0.0)
+
+
+def _greedy_fill(prep: _Prepared, cap: int, use_numba: bool = False) -> tuple[np.ndarray, float, int]:
+    """Phase 2 (see :func:`_greedy_fill_numpy`), by the numba twin ``greedy_fill`` when ``use_numba`` and it is
+    available (the same positions)."""
+    phase = get_phase_kernels() if use_numba else None
+    if phase is None:
+        return _greedy_fill_numpy(prep, cap)
+    red = prep.red
+    pos, room = phase[3](red.weights, red.values, red.counts, prep.lp.lp_pos, cap - prep.lp.weight, FILL_ROUNDS)
+    value = float(red.values[np.arange(red.counts.shape[0]), pos].sum())
+    return pos, value, int(room)
+
+
+def _greedy_fill_numpy(prep: _Prepared, cap: int) -> tuple[np.ndarray, float, int]:
     """Phase 2: the LP's integral part with its free capacity filled greedily.
 
     In each round every class offers its move of largest value gain among those that fit the free capacity
@@ -471,7 +494,7 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     inc = Incumbent(lp.value, lp.lp_pos.copy())
     stats["free_start"] = cap - lp.weight
     if use_greedy:
-        pos, value, room = _greedy_fill(prep, cap)
+        pos, value, room = _greedy_fill(prep, cap, bool(use_numba))
         inc.offer_full(value, pos)
         if inc.positions is pos:
             stats["free_start"] = room
@@ -489,7 +512,6 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
                    in_core=np.zeros(n, dtype=bool))
     count, step, compiled = _kernels(bool(use_numba))
     stats["numba"] = int(compiled)
-    lag_row = red.values - alpha * red.weights  # Lagrangian values of every item (padding is ignored)
 
     def outside_params() -> tuple[float, float, float]:
         a, b, c = lists.head_up(), lists.head_dn(), lists.head_regret()
@@ -543,8 +565,8 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         # reduce the entering class only: items whose Lagrangian loss alone closes the gap are dropped
         k_all = int(red.counts[i])
         lag_ub = float(np.max(V + alpha * (cap - W).astype(np.float64)))
-        lag_i = lag_row[i, :k_all]
-        lag_lp_i = float(lag_row[i, lp.lp_pos[i]])
+        lag_i = red.values[i, :k_all] - alpha * red.weights[i, :k_all]  # Lagrangian values of the class's items
+        lag_lp_i = float(lag_i[lp.lp_pos[i]])
         cand = np.flatnonzero(lag_ub - (lag_lp_i - lag_i) > thr)
         cand = np.union1d(cand, [lp.lp_pos[i]]) if cand.shape[0] == 0 else cand
         dw = (red.weights[i, cand] - prep.base_w[i]).astype(np.int64)

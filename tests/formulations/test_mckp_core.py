@@ -212,3 +212,49 @@ def test_compiled_reduction_equals_numpy_reduction(inst):
     ref = (red.weights, red.values, red.items, red.counts, hull.pos, hull.counts, hull.weights, hull.values)
     for a, b in zip(got, ref, strict=True):
         assert a.shape == b.shape and np.array_equal(a, b)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_compiled_phases_equal_numpy_phases(inst):
+    """LP relaxation, regrets and greedy fill from the numba kernels: the same arrays as the numpy twins."""
+    from lyra_solver.formulations.mckp import core
+    from lyra_solver.formulations.mckp._lp import lp_relaxation, undominated, upper_hull
+    from lyra_solver.formulations.mckp._numba import get_phase_kernels
+
+    weights, values, capacity = inst
+    p = MCKPProblem.from_ragged(weights, values, capacity)
+    red = undominated(p)
+    hull = upper_hull(red)
+    ref = lp_relaxation(red, hull, p.capacity)
+    got = lp_relaxation(red, hull, p.capacity, get_phase_kernels()[1])
+    for f in ("feasible", "bound", "value", "weight", "frac_class", "alpha", "fraction", "frac_gain",
+              "max_increment"):
+        assert getattr(got, f) == getattr(ref, f), f
+    for f in ("levels", "lp_pos", "up_slope", "down_slope"):
+        assert np.array_equal(getattr(got, f), getattr(ref, f)), f
+    a = core._prepare(p, False)
+    b = core._prepare(p, True)
+    assert type(a) is type(b)
+    if isinstance(a, core._Prepared):
+        assert np.array_equal(a.regret, b.regret)
+        for cap in (p.capacity, p.capacity + 7, p.capacity + 10**6):
+            pa, va, ra = core._greedy_fill_numpy(a, cap)
+            pb, vb, rb = core._greedy_fill(b, cap, True)
+            assert np.array_equal(pa, pb) and va == vb and ra == rb
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_fit_prefix_equals_numpy(seed):
+    """The weighted selection on large inputs with many ties (the partition rounds run) agrees with numpy."""
+    from lyra_solver.formulations.mckp._lp import fit_prefix
+    from lyra_solver.formulations.mckp._numba import get_phase_kernels
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(300, 5000))
+    key = rng.integers(0, [3, 50, 10**6][seed % 3], n).astype(np.float64) / 7.0
+    weight = rng.integers(1, 20, n).astype(np.int64)
+    for room in (0, int(weight.sum()) // 3, int(weight.sum()) - 1, int(weight.sum()) + 5):
+        t_ref, b_ref, u_ref = fit_prefix(key, weight, room)
+        t_got, b_got, u_got = get_phase_kernels()[0](key, weight, room)
+        assert np.array_equal(t_ref, t_got) and int(b_got) == b_ref and int(u_got) == u_ref
