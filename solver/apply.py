@@ -22,9 +22,10 @@ def apply_decision(snapshot: Snapshot, decision: Decision) -> Snapshot:
     - servers in ``servers.reclaim`` go back to the inference side as ``serving``; servers in ``servers.loan``
       become ``loaned``;
     - ``inference.reclaim`` is reduced by the number of servers returned (never below 0);
-    - packing guests (jobs of ``decision.packing`` that share GPUs with a host) run with the placement their
-      ``run`` decision gives, like any running job: the snapshot format has no field for MPS shares, so the
-      shares live in the decision only and :func:`_packing_hook` carries nothing further.
+    - packing guests return to the queue; their packing is decided again each round. A guest (a job of a
+      ``decision.packing`` group other than its host, the first job) runs during the interval on GPUs its host
+      holds, so giving it that placement would over-commit the next snapshot; it appears with no placement
+      and step 6 packs it again (or steps 1-5 start it properly). Hosts keep their placement.
 
     Everything else (``now``, options, work, penalties, submit times) is copied unchanged: advancing time is the
     caller's.
@@ -120,18 +121,18 @@ def _replace(job: Job, **changes) -> Job:
 
 
 def _packing_hook(jobs: list[Job], decision: Decision) -> list[Job]:
-    """Where packing (DESIGN "Packing") changes the next snapshot beyond placements.
+    """Packing guests (DESIGN "Packing") go back to the queue: no placement in the next snapshot.
 
-    A guest's workers are listed in its own ``run`` placement (on the host's servers), so the generic path has
-    already placed it; the MPS shares of ``decision.packing`` have no field in format_version 1 and stay in the
-    decision (the simulator reads them from there to compute packed speeds). When the snapshot format gains a
-    field for a job's share or host, it is filled here.
+    Their GPUs are the host's, so the next round's snapshot stays valid; the MPS shares of ``decision.packing``
+    stay in the decision (a simulator reads them from there to compute packed speeds).
     """
     if not decision.packing:
         return jobs
     running = {j.id for j in jobs if j.placement is not None}
+    guests = set()
     for group in decision.packing:
         stray = [j for j in group.jobs if j not in running]
         if stray:
             raise InputError("decision.packing", f"job {stray[0]!r} on {group.server!r} does not run")
-    return jobs
+        guests.update(group.jobs[1:])
+    return [_replace(j, placement=None) if j.id in guests else j for j in jobs]

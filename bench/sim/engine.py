@@ -13,6 +13,14 @@ Time model:
 - a job whose worker count or placement changes restarts: no progress for its ``restart_penalty`` seconds; a
   job preempted and later resumed makes no progress for its ``preemption_penalty`` seconds after resuming;
   GPUs are held (and counted as used) during both;
+- packing (policies with ``packing``): a job the decision runs as a packing guest (a job of a
+  ``decision.packing`` group other than its host) progresses at ``rate(w) x`` its packed speed and its host at
+  its own packed speed (:func:`~lyra_solver.formulations.packing.pair_speed` with the decision's shares,
+  :func:`~lyra_solver.formulations.packing.job_rate` over the workers, sample stealing as the options say);
+  the guest holds no GPUs of its own and the next snapshot shows it queued (as
+  :func:`lyra_solver.apply_decision` does), so step 6 decides its packing again each round. A guest packed
+  again with the same host goes on undisturbed; packed with another host or started properly it restarts; left
+  waiting it is preempted. Speeds are recomputed when a partner completes (the survivor runs unshared);
 - inference: ``need(t) = ceil(L(t) * inference_servers)`` servers serve; idle servers are taken first, then
   ``inference.reclaim`` asks the next round for loaned servers back, which serve once returned.
 
@@ -29,9 +37,10 @@ from dataclasses import dataclass, field
 
 import msgspec
 from lyra_solver.apply import apply_decision
+from lyra_solver.formulations.packing import job_rate, pair_speed
 from lyra_solver.pipeline import decide
 from lyra_solver.throughput import rate_one
-from lyra_solver.types import Inference, Job, Options, ProfileThroughput, Server, Snapshot
+from lyra_solver.types import Inference, Job, Options, PackingProfile, ProfileThroughput, Server, Snapshot
 
 from .policies import Policy
 from .traces import LoadCurve, SimJobSpec
@@ -78,7 +87,7 @@ class SimResult:
 
 class _Job:
     __slots__ = ("spec", "idx", "remaining", "placement", "workers", "rate", "blocked", "attained", "start",
-                 "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus")
+                 "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus", "host", "packed")
 
     def __init__(self, spec: SimJobSpec, idx: int) -> None:
         self.spec, self.idx = spec, idx
@@ -95,6 +104,8 @@ class _Job:
         self.scalings = 0
         self.train_gpus = 0
         self.inf_gpus = 0
+        self.host: str | None = None  # the host's id while the job runs as a packing guest
+        self.packed = 0  # rounds run as a packing guest
 
     def finish_time(self, t: float) -> float:
         return max(t, self.blocked) + self.remaining / self.rate
@@ -147,7 +158,9 @@ class _Sim:
         self.need = 0  # inference servers the load needs now
         self.skip_quiet = cfg.skip_quiet
         self.counters = {"quiet_rounds": 0, "rounds": 0, "preemptions": 0, "scaling_events": 0, "restarts": 0,
-                         "reclaim_events": 0, "reclaim_rounds": 0, "loans": 0}
+                         "reclaim_events": 0, "reclaim_rounds": 0, "loans": 0, "packed": 0}
+        self.packing: list = []  # the last decision's packing groups
+        self.profiles: dict[str, PackingProfile] = {}
         self.gs = {"training_used": 0.0, "inference_serving": 0.0, "inference_loaned_used": 0.0,
                    "inference_unmet": 0.0}
         self.gs_window = dict(self.gs)  # the same, over the arrival window only (first to last arrival)
@@ -250,10 +263,13 @@ class _Sim:
             j.end = t
             self._release(j)
             self.running.discard(i)
+            j.host = None
             del self.active[i]
             self.done += 1
             if self.progress is not None:
                 self.progress(self.done)
+        if finished and self.packing:
+            self._set_rates()
         return bool(finished)
 
     def _release(self, j: _Job) -> None:
@@ -270,6 +286,44 @@ class _Sim:
         self.used_train += j.train_gpus
         self.used_inf += j.inf_gpus
 
+    def _set_rates(self) -> None:
+        """Every running job's rate: ``rate(w)``, times its packed speed where it shares GPUs (module docstring).
+
+        A host's workers on shared GPUs run at the host's speed of the pair, the others at 1; a guest's workers
+        all share. A pair counts while both of its jobs run: once one completes the other runs unshared."""
+        for i in self.running:
+            j = self.jobs[i]
+            j.rate = self._rate(j.spec.app, j.workers)
+        if not self.packing:
+            return
+        by_id = {self.jobs[i].spec.id: self.jobs[i] for i in self.running}
+        opts = self.options
+        measured = opts.pair_speed or {}
+        speeds: dict[str, list[float]] = {}
+        for g in self.packing:
+            h, q = by_id.get(g.jobs[0]), by_id.get(g.jobs[1])
+            if h is None or q is None:
+                continue
+            m = measured.get(f"{h.spec.app}|{q.spec.app}")
+            rev = measured.get(f"{q.spec.app}|{h.spec.app}")
+            m = m if m is not None else (rev[::-1] if rev is not None else None)
+            sh, sq = pair_speed(h.spec.gpu_util, q.spec.gpu_util, g.shares[h.spec.id], g.shares[q.spec.id],
+                                overhead=opts.packing_overhead, measured_a=None if m is None else m[0],
+                                measured_b=None if m is None else m[1])
+            speeds.setdefault(h.spec.id, []).extend([float(sh)] * g.gpus)
+            speeds.setdefault(q.spec.id, []).extend([float(sq)] * g.gpus)
+        for jid, sp in speeds.items():
+            j = by_id[jid]
+            w = max(j.workers, len(sp))
+            j.rate = float(job_rate(self._rate(j.spec.app, j.workers), sp + [1.0] * (w - len(sp)),
+                                    sample_stealing=opts.sample_stealing))
+
+    def _profile(self, sp) -> PackingProfile:
+        prof = self.profiles.get(sp.app)
+        if prof is None:
+            prof = self.profiles[sp.app] = PackingProfile(gpu_util=sp.gpu_util, gpu_mem_gb=sp.gpu_mem_gb, app=sp.app)
+        return prof
+
     # ------------------------------------------------------------------------------------------ rounds
     def _quiet(self) -> bool:
         """A round whose decision is known without calling ``decide``: nothing queued, no reclaim asked, and
@@ -278,6 +332,8 @@ class _Sim:
         the round is counted as quiet and skipped. Exact, not an approximation: tests compare against runs
         that call ``decide`` every round."""
         if not self.skip_quiet or len(self.running) != len(self.active) or self._reclaim_wanted():
+            return False
+        if any(self.jobs[i].host is not None for i in self.running):  # guests are queued in the snapshot
             return False
         elastic = self.policy.elastic
         return all(self.jobs[i].workers == (self.jobs[i].spec.max_workers if elastic else self.jobs[i].spec.gpus)
@@ -304,7 +360,8 @@ class _Sim:
                             throughput=self._tp(sp.app), submit_time=sp.submit,
                             placement=None if i in hidden else j.placement,
                             restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
-                            attained_service=att))
+                            attained_service=att,
+                            packing=self._profile(sp) if pol.packing != "off" else None))
         snap = Snapshot(format_version=1, servers=servers, jobs=jobs, now=t, inference=Inference(reclaim=reclaim),
                         options=self.options)
         return snap, hidden
@@ -333,9 +390,15 @@ class _Sim:
         self.counters["loans"] += len(lent)
         gone = set(back)
         index = {self.jobs[i].spec.id: i for i in self.active}
+        guest_of = {jid: g.jobs[0] for g in decision.packing for jid in g.jobs[1:]}
+        self.packing = list(decision.packing)
         for job in nxt.jobs:
             i = index[job.id]
             j = self.jobs[i]
+            host = guest_of.get(job.id)
+            if host is not None or j.host is not None:
+                self._guest(t, i, j, host, job.placement, decision.jobs[job.id].workers)
+                continue
             old, new = j.placement, job.placement
             if new == old:
                 continue
@@ -368,8 +431,46 @@ class _Sim:
                     j.blocked = t + j.spec.restart_penalty
                 self._release(j)
             self._hold(j, dict(new))
+        if self.policy.packing != "off":
+            self._set_rates()
         queued = len(self.active) - len(self.running)
         self.series.append((t, queued, self.used_train, self._count("serving") * self.G, self.used_inf))
+
+    def _guest(self, t: float, i: int, j: _Job, host: str | None, placement, workers: int | None) -> None:
+        """Carry out the decision for a job that runs as a packing guest now (``host``) or did until now."""
+        if host is not None:
+            self.counters["packed"] += 1
+            j.packed += 1
+        if j.host is not None:  # a guest until now
+            if host == j.host:  # packed again with the same host: goes on undisturbed
+                j.workers = workers
+                return
+            j.host = None
+            if host is None and placement is None:  # left waiting: preempted
+                self.running.discard(i)
+                j.workers, j.rate = 0, 0.0
+                j.preemptions += 1
+                j.resume_penalty = True
+                self.counters["preemptions"] += 1
+                return
+            self.counters["restarts"] += 1  # another host, or started properly: a restart
+            j.blocked = max(j.blocked, t + j.spec.restart_penalty)
+            if host is None:
+                self._hold(j, dict(placement))
+                return
+        else:  # starts as a guest (steps 1-5 left it waiting)
+            if j.placement is not None:  # not produced by step 6 (it packs waiting jobs); handled as a preemption
+                self._release(j)
+                j.placement = None
+                j.preemptions += 1
+                j.resume_penalty = True
+                self.counters["preemptions"] += 1
+            if j.start is None:
+                j.start = t
+            j.blocked = t + (j.spec.preemption_penalty if j.resume_penalty else 0.0)
+            j.resume_penalty = False
+            self.running.add(i)
+        j.host, j.workers = host, workers
 
     # ------------------------------------------------------------------------------------------ loop
     def run(self) -> SimResult:
@@ -433,4 +534,4 @@ class _Sim:
                 "start": j.start, "end": j.end,
                 "queue": None if j.start is None else j.start - sp.submit,
                 "jct": None if j.end is None else j.end - sp.submit,
-                "preemptions": j.preemptions, "scalings": j.scalings}
+                "preemptions": j.preemptions, "scalings": j.scalings, "packed": j.packed}

@@ -124,7 +124,7 @@ def summary_bytes(summaries: dict[str, dict], meta: dict) -> bytes:
 def jobs_csv(result) -> bytes:
     buf = io.StringIO()
     cols = ["id", "line", "submit", "gpus", "app", "min_workers", "max_workers", "work", "start", "end", "queue",
-            "jct", "preemptions", "scalings"]
+            "jct", "preemptions", "scalings", "packed"]
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
     for r in result.jobs:
@@ -230,7 +230,7 @@ def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | 
     base = summaries.get(baseline)
     head = ("| policy | mean JCT (h) | JCT vs baseline | mean queue (h) | queue vs baseline | p99 JCT (h) | "
             "usage training* | usage inference* | usage total* | usage vs baseline | preemptions | scalings | "
-            "reclaims | decide p50/p99 (ms) |")
+            "reclaims | packed** | decide p50/p99 (ms) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, s in summaries.items():
         bj = base["jct"]["mean"] if base else None
@@ -249,8 +249,9 @@ def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | 
             f"{_fmt(s['queue']['mean'], 3600, 2)} | {_ratio(bq, s['queue']['mean'])} | "
             f"{_fmt(s['jct']['p99'], 3600, 1)} | {_fmt(u['training'], 0.01, 1)}% | "
             f"{_fmt(u['inference'], 0.01, 1)}% | {_fmt(u['total'], 0.01, 1)}% | {du} | "
-            f"{_fmt(s['preemptions'])} | {_fmt(s['scaling_events'])} | {_fmt(s['reclaim_events'])} | {tm} |")
+            f"{_fmt(s['preemptions'])} | {_fmt(s['scaling_events'])} | {_fmt(s['reclaim_events'])} | "
+            f"{_fmt(s.get('packed'))} | {tm} |")
     lines.append("")
     lines.append("*usage while jobs arrive (first to last arrival); JCT/queue ratios: baseline / policy, "
-                 "higher is better")
+                 "higher is better; **packed: job-rounds run as a packing guest")
     return "\n".join(lines)

@@ -10,7 +10,16 @@ elastic range, penalties) is :func:`map_jobs`, seeded and documented:
   ``g`` GPUs, one GPU per worker, on the fewest 8-GPU servers);
 - elastic with probability ``elastic_share`` (default 0.5, from a second seeded hash): ``min = ceil(g / 2)``,
   ``max = min(2 g, 64)`` (never below ``g``); otherwise ``min = max = g``;
-- restart penalty 30 s, preemption penalty 300 s.
+- restart penalty 30 s, preemption penalty 300 s;
+- packing profile (used only by policies with packing, e.g. ``lyra-pack``): ``gpu_util`` and ``gpu_mem_gb`` by
+  application from :data:`PACKING_PROFILES`, ``app`` = the application name.
+
+:data:`PACKING_PROFILES` is a documented table, not a measurement of these models. The utilisations are the
+modes of ``gpu_milli / 1000`` of the single-GPU fractional pods of the Alibaba GPU-sharing trace
+(``openb_pod_list_default.csv``: 0.81 (35% of pods), 0.65 (8%), 0.47 (24%, the median), 0.32 (11%) and the 10th
+percentile 0.23), assigned to the six applications by their compute per step (ImageNet ResNet-50 and BERT the
+heaviest, NCF the lightest); the memory is an estimate of each model's training footprint per GPU at the Pollux
+batch sizes (an assumption). Override with ``map_jobs(..., packing={app: (gpu_util, gpu_mem_gb)})``.
 
 A bad or truncated file is an :class:`~lyra_solver.InputError` naming the file and the line (``lyra-solver
 simulate`` exits 2 on it).
@@ -42,6 +51,11 @@ ALIBABA_QPS_FIELDS = ("timestamp_anon", "value")
 # each application gets the geometric middle of its class. An assumption of this simulator, overridable.
 POLLUX_GPU_HOURS = {"cifar10": 0.3, "ncf": 0.3, "deepspeech2": 3.0, "yolov3": 3.0, "bert": 3.0, "imagenet": 30.0}
 
+# (gpu_util, gpu_mem_gb) of each application when it shares GPUs: see the module docstring for the source.
+PACKING_PROFILES: dict[str, tuple[float, float]] = {
+    "imagenet": (0.81, 14.0), "bert": (0.81, 16.0), "yolov3": (0.65, 12.0), "deepspeech2": (0.47, 10.0),
+    "cifar10": (0.32, 3.0), "ncf": (0.23, 2.0)}
+
 
 @dataclass(frozen=True)
 class TraceJob:
@@ -70,6 +84,8 @@ class SimJobSpec:
     max_workers: int
     restart_penalty: float
     preemption_penalty: float
+    gpu_util: float = 1.0  # packing profile (policies with packing only)
+    gpu_mem_gb: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -256,10 +272,18 @@ def _unit(seed: int, salt: str, key: str, line: int) -> float:
 
 def map_jobs(trace: list[TraceJob], *, seed: int = 0, elastic_share: float = 0.5, restart_penalty: float = 30.0,
              preemption_penalty: float = 300.0, max_elastic: int = 64, server_gpus: int = 8,
-             apps: tuple[str, ...] = PROFILE_MODELS) -> list[SimJobSpec]:
-    """The documented, seeded mapping of trace rows onto the engine's job model (see the module docstring)."""
+             apps: tuple[str, ...] = PROFILE_MODELS,
+             packing: dict[str, tuple[float, float]] | None = None) -> list[SimJobSpec]:
+    """The documented, seeded mapping of trace rows onto the engine's job model (see the module docstring).
+
+    ``packing`` overrides entries of :data:`PACKING_PROFILES` (``{app: (gpu_util, gpu_mem_gb)}``).
+    """
     if not 0.0 <= elastic_share <= 1.0:
         raise ValueError(f"elastic_share must be in [0, 1], got {elastic_share}")
+    profiles = {**PACKING_PROFILES, **(packing or {})}
+    for app, (u, m) in profiles.items():
+        if not (0 < u <= 1 and m >= 0):
+            raise ValueError(f"packing[{app!r}]: gpu_util must be in (0, 1] and gpu_mem_gb >= 0, got {(u, m)}")
     out = []
     for i, tj in enumerate(trace):
         app = tj.app or apps[int(_unit(seed, "app", tj.key, tj.line) * len(apps))]
@@ -271,5 +295,6 @@ def map_jobs(trace: list[TraceJob], *, seed: int = 0, elastic_share: float = 0.5
             lo = hi = g
         out.append(SimJobSpec(id=f"j{i}", line=tj.line, submit=tj.submit, gpus=g, duration=tj.duration, app=app,
                               work=work, min_workers=lo, max_workers=hi, restart_penalty=restart_penalty,
-                              preemption_penalty=preemption_penalty))
+                              preemption_penalty=preemption_penalty, gpu_util=profiles[app][0],
+                              gpu_mem_gb=profiles[app][1]))
     return out

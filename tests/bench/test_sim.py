@@ -29,7 +29,7 @@ def _config(**kw):
 
 
 @needs_data
-@pytest.mark.parametrize("policy", ["baseline", "loan", "lyra", "tiresias"])
+@pytest.mark.parametrize("policy", ["baseline", "loan", "lyra", "tiresias", "lyra-pack"])
 def test_every_decision_passes_the_checker_and_work_is_conserved(policy):
     specs = map_jobs(_slice(), seed=1, restart_penalty=30.0, preemption_penalty=300.0)
     cfg = _config(check=True, record=True)
@@ -37,6 +37,10 @@ def test_every_decision_passes_the_checker_and_work_is_conserved(policy):
     assert res.counters["rounds"] > 0
     rows = {r["id"]: r for r in res.jobs}
     assert all(r["end"] is not None for r in rows.values())
+    if get_policy(policy).packing != "off":  # packing happens, and its guests' work is conserved below too
+        assert res.counters["packed"] > 0 and any(r["packed"] > 0 for r in rows.values())
+    else:
+        assert res.counters["packed"] == 0
     done = defaultdict(float)
     last = defaultdict(float)
     for jid, a, b, rate in res.segments:
@@ -83,7 +87,7 @@ def test_elastic_jobs_stay_in_their_range_and_lyra_loans():
 
 
 @needs_data
-@pytest.mark.parametrize("policy", ["baseline", "lyra"])
+@pytest.mark.parametrize("policy", ["baseline", "lyra", "lyra-pack"])
 def test_skipping_quiet_rounds_changes_nothing(policy):
     specs = map_jobs(_slice(50), seed=6)
     a = simulate(specs, get_policy(policy), _config(skip_quiet=True))
@@ -91,6 +95,67 @@ def test_skipping_quiet_rounds_changes_nothing(policy):
     assert a.jobs == b.jobs and a.gpu_seconds == b.gpu_seconds
     assert a.counters["quiet_rounds"] > 0 and b.counters["quiet_rounds"] == 0
     assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
+
+
+def _spec(jid, submit, app, g, duration, util, mem):
+    from lyra_solver.bench.sim.traces import SimJobSpec
+    from lyra_solver.throughput import rate_one
+    from lyra_solver.types import ProfileThroughput
+
+    work = duration * rate_one(ProfileThroughput(model=app), g)
+    return SimJobSpec(id=jid, line=2, submit=submit, gpus=g, duration=duration, app=app, work=work, min_workers=g,
+                      max_workers=g, restart_penalty=30.0, preemption_penalty=300.0, gpu_util=util, gpu_mem_gb=mem)
+
+
+def test_a_packing_guest_runs_at_its_packed_speed_and_its_host_at_its_own():
+    """A full 8-GPU server runs the host; the 1-GPU guest waits, is packed at the first tick and re-packed with
+    the same host every round (no restart) until its work at the packed speed is done; the host shares one of
+    its eight GPUs meanwhile (sample stealing: mean of its workers' speeds) and runs unshared afterwards."""
+    import numpy as np
+    from lyra_solver.formulations.packing import SHARES, pair_speed
+    from lyra_solver.throughput import rate_one
+    from lyra_solver.types import ProfileThroughput
+
+    host, guest = _spec("h", 0.0, "imagenet", 8, 10000.0, 0.81, 14.0), _spec("g", 10.0, "ncf", 1, 1000.0, 0.23, 2.0)
+    cfg = SimConfig(training_servers=1, inference_servers=0, interval=300.0, check=True, record=True)
+    res = simulate([host, guest], get_policy("lyra-pack"), cfg)
+    rows = {r["id"]: r for r in res.jobs}
+    assert rows["g"]["start"] == 300.0 and rows["g"]["packed"] >= 2 and res.counters["restarts"] == 0
+    solo_g = rate_one(ProfileThroughput(model="ncf"), 1)
+    solo_h = rate_one(ProfileThroughput(model="imagenet"), 8)
+    g_rates = {rate for jid, _a, _b, rate in res.segments if jid == "g"}
+    assert len(g_rates) == 1
+    speed_g = g_rates.pop() / solo_g
+    # the speed is the model's for some pair of MPS shares on the grid
+    sh, sg = np.meshgrid(SHARES, SHARES, indexing="ij")
+    model_h, model_g = pair_speed(0.81, 0.23, sh, sg)
+    k = np.flatnonzero(np.isclose(model_g, speed_g, rtol=1e-12))
+    assert k.size and speed_g < 1.0
+    # the guest finishes exactly when its work at the packed speed is done
+    assert rows["g"]["end"] == pytest.approx(300.0 + guest.work / (solo_g * speed_g), rel=1e-12)
+    for jid, a, b, rate in res.segments:
+        if jid == "h" and a >= 300.0 and b <= rows["g"]["end"]:
+            assert any(np.isclose(rate, solo_h * (7 + model_h.flat[i]) / 8, rtol=1e-12) for i in k)
+        elif jid == "h":
+            assert rate == pytest.approx(solo_h, rel=1e-12)
+    done = sum(rate * (b - a) for jid, a, b, rate in res.segments if jid == "h")
+    assert done == pytest.approx(host.work, rel=1e-9)
+    assert rows["h"]["end"] > 10000.0  # the host paid for sharing
+
+
+def test_packing_profiles_are_documented_and_overridable():
+    from lyra_solver.bench.sim.traces import PACKING_PROFILES, TraceJob
+    from lyra_solver.types import PROFILE_MODELS
+
+    assert set(PACKING_PROFILES) == set(PROFILE_MODELS)
+    trace = [TraceJob(line=i + 2, submit=float(i), gpus=2, duration=100.0, key=f"row{i}") for i in range(60)]
+    for s in map_jobs(trace, seed=3):
+        assert (s.gpu_util, s.gpu_mem_gb) == PACKING_PROFILES[s.app]
+    over = map_jobs(trace, seed=3, packing={"ncf": (0.5, 1.0)})
+    assert all((s.gpu_util, s.gpu_mem_gb) == ((0.5, 1.0) if s.app == "ncf" else PACKING_PROFILES[s.app])
+               for s in over)
+    with pytest.raises(ValueError, match="gpu_util"):
+        map_jobs(trace, packing={"ncf": (1.5, 1.0)})
 
 
 def _cli(tmp_path, name, *extra):
@@ -113,6 +178,19 @@ def test_same_seed_same_summary_bytes(tmp_path, capsys):
     assert "| lyra |" in table
     rc3, c = _cli(tmp_path, "c", "--policy", "lyra", "--seed", "5")
     assert rc3 == 0 and (c / "summary.json").read_bytes() != (a / "summary.json").read_bytes()
+
+
+@needs_data
+def test_lyra_pack_same_seed_same_summary_bytes(tmp_path, capsys):
+    import json
+
+    rc1, a = _cli(tmp_path, "a", "--policy", "lyra-pack", "--seed", "4")
+    rc2, b = _cli(tmp_path, "b", "--policy", "lyra-pack", "--seed", "4")
+    assert rc1 == rc2 == 0
+    assert (a / "summary.json").read_bytes() == (b / "summary.json").read_bytes()
+    assert (a / "jobs-lyra-pack.csv").read_bytes() == (b / "jobs-lyra-pack.csv").read_bytes()
+    assert "| lyra-pack |" in capsys.readouterr().out
+    assert json.loads((a / "summary.json").read_text())["policies"]["lyra-pack"]["packed"] > 0
 
 
 @needs_data

@@ -33,9 +33,10 @@ def _assert_applied(before, decision, after) -> None:
     assert [(s.id, s.pool, s.gpus) for s in after.servers] == [(s.id, s.pool, s.gpus) for s in before.servers]
     assert after.inference.reclaim == max(0, before.inference.reclaim - len(decision.servers.reclaim))
     assert after.now == before.now and after.options == before.options
+    guests = {jid for g in decision.packing for jid in g.jobs[1:]}
     for old, new in zip(before.jobs, after.jobs, strict=True):
         jd = decision.jobs[old.id]
-        if jd.action == "run":
+        if jd.action == "run" and old.id not in guests:
             assert new.placement == jd.placement and sum(new.placement.values()) == jd.workers
         else:
             assert new.placement is None
@@ -156,3 +157,24 @@ def test_unappliable_decisions_are_input_errors(change, message):
 
 def test_doctest():
     assert doctest.testmod(lyra_solver.apply).failed == 0
+
+
+def test_packing_guests_return_to_the_queue_and_the_next_snapshot_is_valid():
+    snap = parse_snapshot(b'''{"format_version": 1, "options": {"packing": "gimbal", "allocation": "greedy"},
+      "servers": [{"id": "t0", "pool": "training", "gpus": 8}],
+      "jobs": [{"id": "h", "min_workers": 8, "max_workers": 8, "remaining_work": 1e7,
+                "throughput": {"kind": "profile", "model": "imagenet"}, "placement": {"t0": 8},
+                "packing": {"gpu_util": 0.81, "gpu_mem_gb": 14, "app": "imagenet"}},
+               {"id": "g", "min_workers": 1, "max_workers": 1, "remaining_work": 1e6,
+                "throughput": {"kind": "profile", "model": "ncf"},
+                "packing": {"gpu_util": 0.23, "gpu_mem_gb": 2, "app": "ncf"}}]}''')
+    decision = decide(snap)
+    _check(snap, decision)
+    assert [g.jobs for g in decision.packing] == [["h", "g"]] and decision.jobs["g"].action == "run"
+    after = apply_decision(snap, decision)
+    _assert_applied(snap, decision, after)
+    assert after.jobs[0].placement == {"t0": 8} and after.jobs[1].placement is None
+    assert parse_snapshot(encode(after)) == after  # valid: the guest holds none of the host's GPUs
+    again = decide(after)  # packed again the next round
+    _check(after, again)
+    assert [g.jobs for g in again.packing] == [["h", "g"]]
