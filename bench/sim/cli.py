@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 import time
@@ -36,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--elastic-share", type=float, default=0.5, help="share of elastic jobs (default %(default)s)")
     m.add_argument("--restart-penalty", type=float, default=30.0, help="seconds (default %(default)s)")
     m.add_argument("--preemption-penalty", type=float, default=300.0, help="seconds (default %(default)s)")
+    m.add_argument("--packing-profile", action="append", default=[], metavar="APP=UTIL,MEM",
+                   help="override an application's packing profile (gpu_util in (0, 1], gpu_mem_gb); repeatable; "
+                   "used by policies with packing only (default: the table PACKING_PROFILES)")
     c = p.add_argument_group("cluster and policies")
     c.add_argument("--training-servers", type=int, default=64, help="8-GPU training servers (default %(default)s)")
     c.add_argument("--inference-servers", type=int, default=32,
@@ -78,10 +82,31 @@ def _validate(args) -> None:
         _fail("--elastic-share", "must be in [0, 1]")
     if args.restart_penalty < 0 or args.preemption_penalty < 0:
         _fail("--restart-penalty", "penalties must be non-negative")
+    args.packing = _packing_profiles(args.packing_profile)
     if args.limit is not None and args.limit < 1:
         _fail("--limit", "must be at least 1")
     if args.jobs < 0:
         _fail("--jobs", "must be non-negative")
+
+
+def _packing_profiles(items: list[str]) -> dict[str, tuple[float, float]]:
+    from lyra_solver.types import PROFILE_MODELS
+
+    out = {}
+    for item in items:
+        app, _, rest = item.partition("=")
+        parts = rest.split(",")
+        try:
+            u, mem = (float(x) for x in parts) if len(parts) == 2 else (math.nan, math.nan)
+        except ValueError:
+            u = mem = math.nan
+        if app not in PROFILE_MODELS:
+            _fail("--packing-profile", f"{item!r}: unknown application {app!r} (expected one of "
+                  f"{', '.join(PROFILE_MODELS)})")
+        if not (0 < u <= 1 and 0 <= mem < math.inf):
+            _fail("--packing-profile", f"{item!r}: expected APP=UTIL,MEM with UTIL in (0, 1] and MEM >= 0")
+        out[app] = (u, mem)
+    return out
 
 
 def _data_dir() -> Path:
@@ -194,6 +219,8 @@ def run(args) -> int:
     trace, config = _setup(args)
     mapping = {"elastic_share": args.elastic_share, "restart_penalty": args.restart_penalty,
                "preemption_penalty": args.preemption_penalty}
+    if args.packing:
+        mapping["packing"] = {k: list(v) for k, v in sorted(args.packing.items())}
     seeds = list(range(args.seed, args.seed + args.seeds))
     tasks = [(p, s) for p in policies for s in seeds]
     t0 = time.perf_counter()

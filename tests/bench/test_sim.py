@@ -191,6 +191,11 @@ def test_lyra_pack_same_seed_same_summary_bytes(tmp_path, capsys):
     assert (a / "jobs-lyra-pack.csv").read_bytes() == (b / "jobs-lyra-pack.csv").read_bytes()
     assert "| lyra-pack |" in capsys.readouterr().out
     assert json.loads((a / "summary.json").read_text())["policies"]["lyra-pack"]["packed"] > 0
+    rc3, c = _cli(tmp_path, "c", "--policy", "lyra-pack", "--seed", "4", "--packing-profile", "imagenet=1.0,70",
+                  "--packing-profile", "bert=1.0,70")
+    meta = json.loads((c / "summary.json").read_text())["meta"]
+    assert rc3 == 0 and meta["mapping"]["packing"] == {"bert": [1.0, 70.0], "imagenet": [1.0, 70.0]}
+    assert (c / "summary.json").read_bytes() != (a / "summary.json").read_bytes()
 
 
 @needs_data
@@ -227,6 +232,11 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert main(["simulate", "--policy", "lyra"]) == 2
     assert main(["simulate", "--trace", str(tmp_path / "missing.csv"), "--policy", "lyra"]) == 2
     assert "missing.csv" in capsys.readouterr().err
+    for bad in ("ncf=1.5,2", "nope=0.5,2", "ncf=0.5", "ncf=x,2"):
+        assert main(["simulate", "--trace", str(tmp_path / "t.csv"), "--policy", "lyra-pack",
+                     "--packing-profile", bad]) == 2
+        err = capsys.readouterr().err
+        assert "--packing-profile" in err and len(err.strip().splitlines()) == 1
 
 
 def test_load_curve_plain_and_alibaba(tmp_path):
