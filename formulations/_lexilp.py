@@ -280,7 +280,10 @@ def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers) -> LexAn
             cmd = pulp.PULP_CBC_CMD(**kwargs)
         prob.solve(cmd)
         sol = prob.sol_status
-        names.append(pulp.LpSolution.get(sol, str(sol)))
+        # CBC's "Integer infeasible" (LP feasible, no integer point: a proof) leaves PuLP's solution status at
+        # "No Solution Found"; only its problem status says Infeasible. A run stopped by its limit is "Not Solved".
+        proven_infeasible = sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible
+        names.append("Infeasible" if proven_infeasible else pulp.LpSolution.get(sol, str(sol)))
         got = sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) and all(
             v.varValue is not None for v in vs)
         if got:
@@ -292,7 +295,7 @@ def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers) -> LexAn
                 else:
                     first_status = Status.FEASIBLE
         elif stage == 0:
-            first_status = Status.INFEASIBLE if sol == pulp.LpSolutionInfeasible else Status.NO_SOLUTION
+            first_status = Status.INFEASIBLE if proven_infeasible else Status.NO_SOLUTION
         if sol != pulp.LpSolutionOptimal or not got or stage == len(objectives) - 1:
             break
         best = int(round(sum(c * values[i] for i, c in zip(idx, coef, strict=True))))
