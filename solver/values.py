@@ -40,6 +40,7 @@ class JobOptions(NamedTuple):
     current_workers: int = 0  # 0: not running
     restart_penalty: float = 0.0
     step: int = 1  # > 1: a thinned grid of options (see :func:`option_grid`)
+    anchor: int = 0  # > 0: a count the thinned grid must hold (else the current count, else min)
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,16 +231,18 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int) -> ValueTab
 def option_grid(jobs: list[JobOptions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Worker counts of each job's options: ``clip(base + k * step, min, max)`` for ``k < sizes``.
 
-    ``step`` 1 (the default) is every count ``min..max``. A larger step keeps ``min``, ``max``, the current
-    count of a running job and every ``step``-th count in line with it (the pipeline thins very wide rows so
-    that the table stays within its documented size). Returns ``(base, step, sizes)``.
+    ``step`` 1 (the default) is every count ``min..max``. A larger step keeps ``min``, ``max``, the ``anchor``
+    (when set and in range; else the current count of a running job) and every ``step``-th count in line with
+    it (the pipeline thins very wide rows so that the table stays within its documented size). Returns
+    ``(base, step, sizes)``.
     """
     n = len(jobs)
     mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
     maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
     step = np.fromiter((max(1, j.step) for j in jobs), np.int64, n)
     cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
-    anchor = np.where((cur >= mins) & (cur <= maxs), cur, mins)
+    pin = np.fromiter((j.anchor for j in jobs), np.int64, n)
+    anchor = np.where((pin >= mins) & (pin <= maxs), pin, np.where((cur >= mins) & (cur <= maxs), cur, mins))
     base = mins - (mins - anchor) % step  # the largest count <= min in line with the anchor
     sizes = -((base - maxs) // step) + 1  # ceil((max - base) / step) + 1
     return base, step, sizes

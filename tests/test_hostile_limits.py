@@ -98,7 +98,7 @@ def test_lp_bound_needs_no_enumeration_of_huge_rows():
     assert best <= bound <= best * (1 + 1e-6)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", [0, 1, 3, 4, 5, 6, 7])  # seed 2 has no row wider than the lowered limit
 def test_thinned_round_reports_a_bound_over_the_full_table(seed, monkeypatch):
     """A round whose value table is thinned (limit lowered) keeps its answer but gets a proven bound: at least
     the full table's exact optimum (the same round unthinned), and 'optimal' only with gap 0."""
@@ -111,8 +111,7 @@ def test_thinned_round_reports_a_bound_over_the_full_table(seed, monkeypatch):
     full = decide(snap, allocation="exact", deterministic=True)
     monkeypatch.setattr(pipeline, "MAX_TABLE_CELLS", 24)
     thin = decide(snap, allocation="exact", deterministic=True)
-    if not thin.summary.methods["allocation"].endswith("-thinned"):
-        pytest.skip("no row wider than the lowered limit")
+    assert thin.summary.methods["allocation"] == "mckp-core-thinned"
     assert full.summary.statuses["allocation"] == "optimal"
     assert thin.summary.bound is not None and thin.summary.optimality_gap is not None
     scale = max(1.0, abs(full.summary.bound))
@@ -135,3 +134,22 @@ def test_thinned_grid_keeps_min_max_and_the_current_count(mn, extra, step, at):
     grid = np.clip(base[0] + np.arange(sizes[0]) * stp[0], mn, mx).tolist()
     assert grid[0] == mn and grid[-1] == mx and cur in grid
     assert all(b - a <= step for a, b in zip(grid, grid[1:], strict=False))
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_thinned_round_zooms_in_close_to_the_full_optimum(seed, monkeypatch):
+    """With 24 cells for 12 jobs (a 3-point grid per row) the zoom rounds still land within 2 % of the full
+    table's optimum (the first thinned answer was 22 % and 47 % below it for seeds 3 and 7)."""
+    import json
+
+    from lyra_solver import decide, parse_snapshot, pipeline
+    from lyra_solver.bench.generate import generate_snapshot
+
+    snap = parse_snapshot(json.dumps(generate_snapshot(servers=6, jobs=12, seed=seed, gpus=16)).encode())
+    full = decide(snap, allocation="exact", deterministic=True)
+    monkeypatch.setattr(pipeline, "MAX_TABLE_CELLS", 24)
+    thin = decide(snap, allocation="exact", deterministic=True)
+    assert thin.summary.methods["allocation"] == "mckp-core-thinned"
+    opt = full.summary.jct_reduction
+    assert opt * (1 - 0.02) <= thin.summary.jct_reduction <= opt + 1e-6 * abs(opt)
+    assert thin.summary.optimality_gap <= 0.02
