@@ -153,3 +153,59 @@ def test_thinned_round_zooms_in_close_to_the_full_optimum(seed, monkeypatch):
     opt = full.summary.jct_reduction
     assert opt * (1 - 0.02) <= thin.summary.jct_reduction <= opt + 1e-6 * abs(opt)
     assert thin.summary.optimality_gap <= 0.02
+
+
+# ------------------------------------------------------------------------------ CBC: the whole call bounded
+def _knapsack_instance(n: int = 40, seed: int = 0):
+    import numpy as np
+    from lyra_solver.formulations.mckp import MCKPProblem
+
+    rng = np.random.default_rng(seed)
+    w = np.sort(rng.integers(0, 50, size=(n, 4)), axis=1)
+    v = np.sort(rng.uniform(0, 100, size=(n, 4)), axis=1)
+    return MCKPProblem.from_padded(w, v, np.full(n, 4), int(w[:, 0].sum() + w[:, -1].sum()) // 2)
+
+
+def test_cbc_past_its_hard_limit_is_killed_and_says_so(monkeypatch):
+    """A CBC still running KILL_GRACE after the deadline is killed: no solution, and the status says why
+    (the grace is set so that the kill comes at once, whatever the machine's speed)."""
+    import time
+
+    import pulp
+    from lyra_solver.formulations import _cbc
+
+    prob = pulp.LpProblem("p", pulp.LpMaximize)
+    x = [prob.add_variable(f"x{i}", 0, 1, cat="Binary") for i in range(30)]
+    prob += pulp.lpSum((i % 7 + 1) * v for i, v in enumerate(x))
+    prob += pulp.lpSum((i % 5 + 2) * v for i, v in enumerate(x)) <= 40
+    monkeypatch.setattr(_cbc, "KILL_GRACE", -60.0)
+    run = _cbc.run_cbc(prob, deadline=time.perf_counter() + 60.0)
+    assert run.ran and run.killed and "killed" in run.note
+    assert prob.status == pulp.LpStatusNotSolved and prob.sol_status == pulp.LpSolutionNoSolutionFound
+    # and without the kill the same model is solved to proven optimality through the same runner
+    monkeypatch.setattr(_cbc, "KILL_GRACE", 0.25)
+    run = _cbc.run_cbc(prob, deadline=None)
+    assert not run.killed and prob.sol_status == pulp.LpSolutionOptimal
+
+
+def test_mckp_cbc_reports_no_solution_when_killed(monkeypatch):
+    from lyra_solver.formulations import _cbc
+    from lyra_solver.formulations.mckp import solve_mckp
+
+    problem = _knapsack_instance()
+    exact = solve_mckp(problem, method="core")
+    assert solve_mckp(problem, method="cbc").objective == pytest.approx(exact.objective)
+    monkeypatch.setattr(_cbc, "KILL_GRACE", -3600.0)
+    res = solve_mckp(problem, method="cbc", time_limit=3600.0)
+    assert res.status == Status.NO_SOLUTION and res.choice is None and "killed" in res.backend_status
+
+
+def test_lex_cbc_reports_no_solution_when_killed(monkeypatch):
+    from lyra_solver.formulations import _cbc
+
+    m = Milp.empty()
+    xs = [m.var() for _ in range(20)]
+    m.row(xs, [i % 5 + 2 for i in range(20)], hi=25)
+    monkeypatch.setattr(_cbc, "KILL_GRACE", -3600.0)
+    ans = solve_lex(m, [(xs, [-(i % 7 + 1) for i in range(20)])], method="cbc", time_limit=3600.0, num_workers=1)
+    assert ans.status == Status.NO_SOLUTION and ans.values is None and "killed" in ans.backend_status
