@@ -336,3 +336,29 @@ def test_two_queue_victims_walks_the_priority_list():
     jobs = [(0, 0, 500, 8, 8), (1, 5, 0, 8, 0), (2, 3, 0, 4, 0)]
     assert two_queue_victims(8, jobs, thr) == {0}
     assert two_queue_victims(12, [(0, 0, 500, 8, 8), (1, 5, 0, 8, 0)], thr) == {0}
+
+
+@needs_data
+def test_ray_backend_gives_the_same_summary_bytes_as_local_processes(tmp_path, capsys):
+    """``--backend ray`` (a local Ray of 2 CPUs) runs the comparison through the harness: the same
+    summary.json and job CSVs, byte for byte, as ``--backend local``; only timings.json differs."""
+    pytest.importorskip("ray")
+    runs = ("--compare", "baseline", "tiresias", "lyra-pack", "--seeds", "2", "--jobs", "2")
+    rc1, local = _cli(tmp_path, "local", *runs, "--backend", "local")
+    rc2, ray = _cli(tmp_path, "ray", *runs, "--backend", "ray")
+    assert rc1 == rc2 == 0
+    for name in ("summary.json", "jobs-baseline.csv", "jobs-tiresias.csv", "jobs-lyra-pack.csv"):
+        assert (local / name).read_bytes() == (ray / name).read_bytes(), name
+    out = capsys.readouterr().out.split("\n\n")[0]
+    assert "| tiresias |" in out
+
+
+def test_ray_backend_without_ray_exits_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # `import ray` raises ImportError
+    trace = tmp_path / "t.csv"
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n")
+    rc = main(["simulate", "--trace", str(trace), "--compare", "baseline", "lyra", "--backend", "ray",
+               "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "--backend" in err and "ray" in err, err
+    assert not (tmp_path / "o").exists()
