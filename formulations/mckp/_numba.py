@@ -317,6 +317,42 @@ def _make_prepare() -> tuple[Callable, Callable, Callable]:
             top += 1
         return c, top, inc
 
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def _sorted_hull(weights, values, i, k, sw, sv, si):  # pragma: no cover - compiled
+        """Upper hull of class ``i`` in one sweep when its raw weights strictly increase (into the stack ``sw,
+        sv, si``): dominated items are skipped on the fly, the chain pops as ``_class_reduce`` does. Returns
+        the vertex count, or ``-1`` at the first weight that does not increase (the caller sorts instead)."""
+        best = values[i, 0]
+        sw[0] = float(weights[i, 0])
+        sv[0] = best
+        si[0] = 0
+        top = 1
+        prev = weights[i, 0]
+        for j in range(1, k):
+            wi = weights[i, j]
+            if wi <= prev:
+                return -1
+            prev = wi
+            vj = values[i, j]
+            if not (vj > best):
+                continue
+            best = vj
+            wj = float(wi)
+            while top >= 2:
+                wa = sw[top - 2]
+                va = sv[top - 2]
+                wb = sw[top - 1]
+                vb = sv[top - 1]
+                if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
+                    top -= 1
+                else:
+                    break
+            sw[top] = wj
+            sv[top] = vj
+            si[top] = j
+            top += 1
+        return top
+
     @numba.njit(cache=True, nogil=True)
     def prepare_hulls(weights, values, sizes):  # pragma: no cover - compiled
         """Upper hulls of every class in flat arrays (twin of ``core._hulls_numpy``): ``start`` (``n + 1``
@@ -340,6 +376,9 @@ def _make_prepare() -> tuple[Callable, Callable, Callable]:
         hw = np.empty(max(total, 1), dtype=np.int64)
         hv = np.empty(max(total, 1), dtype=np.float64)
         srt = np.empty(n, dtype=np.bool_)
+        sw = np.empty(mm, dtype=np.float64)
+        sv = np.empty(mm, dtype=np.float64)
+        si = np.empty(mm, dtype=np.int64)
         vmax = 0.0
         integral = True
         t = 0
@@ -352,15 +391,24 @@ def _make_prepare() -> tuple[Callable, Callable, Callable]:
                     vmax = a
                 if integral and v != np.floor(v):
                     integral = False
-            c, top, inc = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
-            srt[i] = inc
             start[i] = t
-            for j in range(top):
-                q = chp[j]
-                hi[t] = ci[q]
-                hw[t] = cw[q]
-                hv[t] = cv[q]
-                t += 1
+            top = _sorted_hull(weights, values, i, k, sw, sv, si)
+            srt[i] = top >= 0
+            if top >= 0:
+                for j in range(top):
+                    q = si[j]
+                    hi[t] = q
+                    hw[t] = weights[i, q]
+                    hv[t] = sv[j]
+                    t += 1
+            else:
+                c, top, inc = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
+                for j in range(top):
+                    q = chp[j]
+                    hi[t] = ci[q]
+                    hw[t] = cw[q]
+                    hv[t] = cv[q]
+                    t += 1
         start[n] = t
         return start, hi[:t].copy(), hw[:t].copy(), hv[:t].copy(), srt, vmax, integral
 
@@ -439,15 +487,82 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
     @numba.njit(cache=True, nogil=True)
     def fit_prefix(key, weight, room):  # pragma: no cover - compiled
         """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that
-        fits ``room``; weighted selection around median-of-three pivots, the last few candidates sorted."""
+        fits ``room``. Weighted selection: rounds that bucket the candidates into 1,024 equal ranges of an
+        order-preserving integer image of their keys (the IEEE bits, sign-folded: ranges of binary magnitude, so
+        keys spread over many orders of magnitude still spread) and keep the range where the capacity runs
+        out; median-of-three pivot rounds when a bucket round keeps more than half of them; the last few
+        candidates sorted."""
         N = key.shape[0]
         taken = np.zeros(N, dtype=np.bool_)
         cand = np.arange(N)
         buf = np.empty(N, dtype=np.int64)
+        n_b = 1024
+        wsum = np.empty(n_b, dtype=np.int64)
         lo = 0
         hi = N
         used = 0
+        use_buckets = True
+        bits = key.view(np.int64)
+        mag_mask = np.int64(0x7FFFFFFFFFFFFFFF)
         while hi - lo > 256:
+            if use_buckets:
+                kmin = np.inf
+                kmax = -np.inf
+                finite = True
+                for t in range(lo, hi):
+                    x = cand[t]
+                    if not (key[x] > -np.inf and key[x] < np.inf):
+                        finite = False
+                        break
+                    s = bits[x]
+                    g = float(s & mag_mask) if s >= 0 else -float(s & mag_mask)  # -0.0 and 0.0 alike
+                    if g < kmin:
+                        kmin = g
+                    if g > kmax:
+                        kmax = g
+                scale = 0.0
+                if finite and kmax > kmin:
+                    scale = n_b / (kmax - kmin)
+                if not (scale > 0.0 and scale < np.inf):
+                    use_buckets = False
+                    continue
+                wsum[:] = 0
+                for t in range(lo, hi):
+                    x = cand[t]
+                    s = bits[x]
+                    g = float(s & mag_mask) if s >= 0 else -float(s & mag_mask)
+                    b = int((g - kmin) * scale)
+                    if b >= n_b:
+                        b = n_b - 1
+                    buf[t] = b
+                    wsum[b] += weight[x]
+                acc = 0
+                bb = -1
+                for b in range(n_b - 1, -1, -1):
+                    if used + acc + wsum[b] > room:
+                        bb = b
+                        break
+                    acc += wsum[b]
+                n_old = hi - lo
+                if bb < 0:  # everything fits
+                    for t in range(lo, hi):
+                        taken[cand[t]] = True
+                    used += acc
+                    lo = hi
+                    break
+                p = lo
+                for t in range(lo, hi):
+                    x = cand[t]
+                    if buf[t] > bb:
+                        taken[x] = True
+                    elif buf[t] == bb:
+                        cand[p] = x
+                        p += 1
+                used += acc
+                hi = p
+                use_buckets = 2 * (hi - lo) <= n_old
+                continue
+            use_buckets = True
             a = key[cand[lo]]
             b = key[cand[(lo + hi) // 2]]
             c = key[cand[hi - 1]]

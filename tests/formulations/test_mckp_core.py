@@ -267,6 +267,29 @@ def test_compiled_phases_equal_numpy_phases(inst):
 
 
 @pytest.mark.parametrize("seed", range(6))
+def test_compiled_fit_prefix_bucket_rounds_equal_numpy(seed):
+    """Keys over many orders of magnitude, of both signs, with signed zeros, ties and one infinite key: the
+    compiled bucket and pivot rounds give numpy's prefix."""
+    from lyra_solver.formulations.mckp._lp import fit_prefix
+    from lyra_solver.formulations.mckp._numba import get_phase_kernels
+
+    rng = np.random.default_rng(50 + seed)
+    n = int(rng.integers(3000, 40000))
+    key = np.exp(rng.uniform(-30, 30, n)) * rng.choice([-1.0, 1.0], n, p=[0.3, 0.7])
+    key[rng.integers(0, n, n // 10)] = 0.0
+    key[rng.integers(0, n, n // 10)] = -0.0
+    key[rng.integers(0, n, n // 20)] = 7.25
+    if seed % 2:
+        key[rng.integers(0, n)] = np.inf
+    weight = rng.integers(1, 50, n).astype(np.int64)
+    total = int(weight.sum())
+    for room in (0, total // 7, total // 2, total - 3, total + 1):
+        t_ref, b_ref, u_ref = fit_prefix(key, weight, room)
+        t_got, b_got, u_got = get_phase_kernels()[0](key, weight, room)
+        assert np.array_equal(t_ref, t_got) and int(b_got) == b_ref and int(u_got) == u_ref
+
+
+@pytest.mark.parametrize("seed", range(6))
 def test_compiled_fit_prefix_equals_numpy(seed):
     """The weighted selection on large inputs with many ties (the partition rounds run) agrees with numpy."""
     from lyra_solver.formulations.mckp._lp import fit_prefix
