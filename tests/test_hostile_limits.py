@@ -210,3 +210,16 @@ def test_lex_cbc_reports_no_solution_when_killed(monkeypatch):
     monkeypatch.setattr(_cbc, "KILL_GRACE", -3600.0)
     ans = solve_lex(m, [(xs, [-(i % 7 + 1) for i in range(20)])], method="cbc", time_limit=3600.0, num_workers=1)
     assert ans.status == Status.NO_SOLUTION and ans.values is None and "killed" in ans.backend_status
+
+
+def test_mckp_highs_reports_no_solution_when_killed(monkeypatch):
+    """HiGHS runs in a forked process killed KILL_GRACE after the limit (grace set so that it comes at once)."""
+    from lyra_solver.formulations.mckp import highs, solve_mckp
+
+    problem = _knapsack_instance(seed=1)
+    exact = solve_mckp(problem, method="core")
+    res = solve_mckp(problem, method="highs", time_limit=3600.0)  # through the child process
+    assert res.status == Status.OPTIMAL and res.objective == pytest.approx(exact.objective)
+    monkeypatch.setattr(highs, "KILL_GRACE", -3600.0)
+    res = solve_mckp(problem, method="highs", time_limit=3600.0)
+    assert res.status == Status.NO_SOLUTION and res.choice is None and "killed" in res.backend_status
