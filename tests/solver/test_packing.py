@@ -170,3 +170,24 @@ def test_keep_packing_keeps_a_guest_on_its_host_gpus(method):
     _, small = _two_hosts_one_guest({at: 15.0})  # the pair's 20 GB no longer fits where it was
     keep = [PackingGroup(server=at, gpus=1, jobs=[other, "g"], shares={other: 1.0, "g": 1.0})]
     assert [g.jobs for g in decide(small, **run, keep_packing=keep).packing] == [[first, "g"]]
+
+
+@given(st.integers(0, 10_000), st.sampled_from(METHODS), st.floats(0.2, 1.0))
+def test_next_round_with_keep_packing_passes_the_checker(seed, method, progress):
+    """A round, its decision carried out (``apply_decision``: guests back to the queue), the jobs' work partly
+    done, then the next round told the last packing: every rule still holds (any ``gpus_per_worker``) and the
+    same inputs give the same bytes."""
+    from lyra_solver.apply import apply_decision
+
+    raw = with_profiles(generate_snapshot(servers=6, jobs=24, seed=seed, running_share=0.8), seed, deadlines=False)
+    snap = io.parse_snapshot(json.dumps(raw).encode())
+    run = dict(packing=method, time_limit=0.3, deterministic=True)
+    first = decide(snap, **run)
+    nxt = apply_decision(snap, first)
+    nxt = msgspec.structs.replace(nxt, jobs=[msgspec.structs.replace(j, remaining_work=j.remaining_work * progress)
+                                             for j in nxt.jobs])
+    raw2 = msgspec.to_builtins(nxt)
+    second = decide(nxt, **run, keep_packing=first.packing)
+    found = check_decision(raw2, json.loads(io.encode(second)))
+    assert found == [], format_violations(found)
+    assert io.encode(decide(nxt, **run, keep_packing=first.packing)) == io.encode(second)
