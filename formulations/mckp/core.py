@@ -2,20 +2,25 @@
 
 Written from the published description of the algorithm (no code of its authors was used). Four phases:
 
-1. **Prepare** (:func:`_prepare`). Per class, drop dominated items and find the upper convex hull
-   (:mod:`lyra_solver.formulations.mckp._lp`); solve the LP relaxation by slopes, found by partitioning the hull
-   increments around median gradients (:func:`lyra_solver.formulations.mckp._lp.fit_prefix`, no full sort): the
-   bound ``U``, the break gradient ``alpha`` and the LP's integral part ``x^LP``. Each class ``i`` gets its
+1. **Prepare** (:func:`_prepare`). Per class, the upper convex hull of its undominated items, in one pass over
+   the items into flat arrays (:class:`lyra_solver.formulations.mckp._lp.FlatHulls`; no reduced ``n x m`` table
+   is written: at 10,000 x 64 writing one cost more than the rest of the solve); the LP relaxation by slopes,
+   found by weighted selection over the hull increments (:func:`lyra_solver.formulations.mckp._lp.fit_prefix`,
+   no full sort): the bound ``U``, the break gradient ``alpha`` and the LP's integral part ``x^LP`` (raw item
+   indices). Each class ``i`` gets its
    *upgrade gradient* ``lam+_i`` (best value per unit of extra weight from its LP item, ``<= alpha``), its
    *downgrade gradient* ``lam-_i`` (least value lost per unit of weight freed, ``>= alpha``) and its regret
-   ``r_i = L_i(LP item) - max_{other j} L_ij`` with ``L_ij = v_ij - alpha w_ij``.
+   ``r_i = L_i(LP item) - max_{other j} L_ij`` with ``L_ij = v_ij - alpha w_ij`` over all its items (dominated
+   items can only lower it: still a valid bound).
 2. **Start** (:func:`_greedy_fill`). The first incumbent is ``x^LP`` filled greedily: the free capacity is
    used by the moves that gain most, in rounds, best value per unit of weight first; on the classic instances
    it ends within a few units of the capacity, so the gap to ``U`` starts small.
 3. **Expand** (the loop of :func:`solve_core`). The core starts with the break class; the other classes wait in
-   an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``) and enter lazily, one
-   at a time, from the list whose head gradient is closer to ``alpha`` among those that can still improve a
-   state. Only an entering class is reduced: its items whose Lagrangian loss alone closes the gap are dropped.
+   an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``), sorted lazily (only
+   the prefix read so far, :class:`_LazyOrder`), and enter one at a time from the list whose head gradient is
+   closer to ``alpha`` among those that can still improve a state (:func:`scan_numpy` and its numba twin read
+   the states once per step). Only an entering class is reduced (:func:`select_numpy`): its dominated items and
+   those whose Lagrangian loss alone closes the gap are dropped.
    A state ``(W, V)`` is a complete solution (core classes chosen, the others at their LP items); states are
    kept sorted by weight with strictly increasing values (dominated states dropped). Adding a class combines
    every state with its items in one *step kernel* (numba, :mod:`lyra_solver.formulations.mckp._numba`, or
@@ -28,7 +33,10 @@ Written from the published description of the algorithm (no code of its authors 
    outside); and, once the state lists grow, the LP relaxation of the classes outside the core,
    ``V + F(c - W)`` (:class:`_LPTail`). The search stops, proven, when no state's bound exceeds the incumbent
    (by the tolerance below), when no state is left, or when both lists are empty.
-5. **Finish** (:func:`_finish`): the incumbent's choice is rebuilt from the parent links of the state lists.
+5. **Finish** (:func:`_finish`): the incumbent's choice is read from the links between the states of
+   successive steps; when those links were dropped to stay within the memory limit, it is rebuilt by replaying
+   the recorded steps with the threshold fixed just below the incumbent (:func:`_rebuild`), which keeps only
+   the states that can still reach it (on the classic instances, a few thousand where the search had millions).
 
 Tolerance: weights are exact integers, values floats. A bound is trusted to
 ``tol = 1e-11 * max(1, |U|, sum_i |v_{i, LP}|)`` (a solution better than the returned one by less than ``tol``
@@ -38,10 +46,11 @@ better solution is better by at least 1, so a state whose bound is below ``z + 1
 rounding error is fathomed and the search stops as soon as the incumbent reaches the bound rounded down; the
 proof stays exact.
 
-Memory is bounded: before a step, the bytes of the stored state lists plus those of the step's candidates
-(counted exactly by the kernel's ``count``) are compared with ``max_bytes`` (default 1 GiB); past it the search
-stops as a limit does, with status ``feasible``, the incumbent and a proven bound. Nothing is sized by the
-capacity, so huge capacities cost what small ones do.
+Memory is bounded: before a step, the bytes of the links kept so far, the state list and the step's candidates
+(counted exactly by the kernel's ``count`` when the estimate ``S k`` is too large) are compared with
+``max_bytes`` (default 1 GiB). Past it the links are dropped first (the choice is rebuilt at the end); if the
+state list and candidates alone exceed it, the search stops as a limit does, with status ``feasible``, the
+incumbent and a proven bound. Nothing is sized by the capacity, so huge capacities cost what small ones do.
 
 Determinism: the numba and numpy kernels compute the same candidates with the same float expressions and break
 ties by the same rules (fewer weight, then lower item position), so they return the same arrays; the path is
@@ -89,6 +98,9 @@ NUMBA_MIN_ITEMS = 5_000
 #: The LP relaxation of the classes outside the core (:class:`_LPTail`) joins the bound once a step would
 #: create this many candidates, and is rebuilt each time the core has doubled since.
 TAIL_MIN_CANDIDATES = 20_000
+
+#: The tail is rebuilt (without the classes that entered since) once the core has grown by this factor.
+TAIL_GROWTH = 2.0
 
 #: Bytes per candidate of a step in the memory model (weights, values, parents, items and sort keys).
 BYTES_PER_CANDIDATE = 48
@@ -573,8 +585,10 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         Stop (like a limit, backend status ``state_limit``) before a step that would combine more than this
         many state-item pairs.
     max_bytes : int
-        Memory limit of the state lists plus one step's candidates (default :data:`DEFAULT_MAX_BYTES`); past
-        it the search stops with status ``feasible`` (backend status ``memory_limit``), never a crash.
+        Memory limit of the links between states, the state list and one step's candidates (default
+        :data:`DEFAULT_MAX_BYTES`); past it the links are dropped (the choice is rebuilt by a replay), and when
+        the state list and candidates alone exceed it the search stops with status ``feasible`` (backend status
+        ``memory_limit``), never a crash.
     use_numba : bool, optional
         Step kernels compiled by numba (``True``) or numpy (``False``); ``None``: :func:`default_use_numba`.
         Both give the same answer, choice included.
@@ -584,14 +598,16 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     MCKPResult
         ``method="core"``; ``optimal``, ``feasible`` (a limit hit) or ``infeasible``; ``stats`` holds
         ``classes`` (classes that entered the core), ``states`` (states created over all steps),
-        ``max_states`` (longest state list), ``candidates`` (state-item pairs that passed the Lagrangian
-        pre-test), ``free_start`` (free capacity of the start solution) and ``numba`` (1 when the numba kernels
-        ran).
+        ``max_states`` (longest state list), ``candidates`` (state-item pairs combined, ``sum_t S_t k_t``),
+        ``free_start`` (free capacity of the start solution), ``rebuild_states`` (states kept by the replay
+        of :func:`_rebuild`, 0 when the links sufficed) and ``numba`` (1 when the numba kernels ran).
 
     Notes
     -----
-    Running time :math:`O(N \\log m)` for phase 1 (``N`` items, ``m`` per class; the LP in expected
-    :math:`O(N)`), :math:`O(n d)` per fill round, and :math:`O(\\sum_t S_t k_t \\log(S_t k_t))` for the core
+    Running time :math:`O(N)` for phase 1 on classes whose weights increase with the item index (value tables),
+    :math:`O(N \\log m)` otherwise (``N`` items, ``m`` per class; the LP in expected :math:`O(H)` over the ``H``
+    hull vertices), :math:`O(N)` per fill round (less on increasing weights), the replay of :func:`_rebuild` at
+    most once more the steps' work, and :math:`O(\\sum_t S_t k_t \\log(S_t k_t))` for the core
     steps (numpy; :math:`O(\\sum_t S_t k_t^2)` with numba), ``S_t`` the states before step ``t`` and ``k_t`` the
     entering class's items left after its reduction. ``S_t`` is bounded by the distinct state weights within
     the bounds, never by the capacity; it is exponential in the core size in the worst case, as for every exact
@@ -695,7 +711,7 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         t = len(order) - 1
         lam_up, lam_dn, r_next = outside_params()
         S, k = W.shape[0], cand.shape[0]
-        if S * k >= TAIL_MIN_CANDIDATES and (tail is None or len(order) >= 2 * tail_core):
+        if S * k >= TAIL_MIN_CANDIDATES and (tail is None or len(order) >= TAIL_GROWTH * tail_core):
             tail = _LPTail(prep.hulls, lp.levels, ~lists.in_core)
             tail_core = len(order)
             xu, yu, xd, yd = tail.xu, tail.yu, tail.xd, tail.yd
