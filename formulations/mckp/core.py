@@ -47,10 +47,11 @@ rounding error is fathomed and the search stops as soon as the incumbent reaches
 proof stays exact.
 
 Memory is bounded: before a step, the bytes of the links kept so far, the state list and the step's candidates
-(counted exactly by the kernel's ``count`` when the estimate ``S k`` is too large) are compared with
-``max_bytes`` (default 1 GiB). Past it the links are dropped first (the choice is rebuilt at the end); if the
-state list and candidates alone exceed it, the search stops as a limit does, with status ``feasible``, the
-incumbent and a proven bound. Nothing is sized by the capacity, so huge capacities cost what small ones do.
+(counted exactly by the kernel's ``count`` when the estimate ``S k`` is too large) are compared with half of
+``max_bytes`` (default 1 GiB, :data:`LINK_SHARE`); past it the links are dropped (the choice is rebuilt at the
+end). If the state list and candidates alone exceed ``max_bytes``, the search stops as a limit does, with
+status ``feasible``, the incumbent and a proven bound. Nothing is sized by the capacity, so huge capacities cost
+what small ones do.
 
 Determinism: the numba and numpy kernels compute the same candidates with the same float expressions and break
 ties by the same rules (fewer weight, then lower item position), so they return the same arrays; the path is
@@ -104,6 +105,10 @@ TAIL_GROWTH = 2.0
 
 #: Bytes per candidate of a step in the memory model (weights, values, parents, items and sort keys).
 BYTES_PER_CANDIDATE = 48
+
+#: The links between states are kept while they, the state list and a step's candidates take at most this
+#: share of ``max_bytes`` (the rest stays for the search once they are dropped).
+LINK_SHARE = 0.5
 
 #: Least margin below 1 of the tolerance on integral values (see the module docstring).
 INT_MARGIN = 1e-6
@@ -719,10 +724,14 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             note = "state_limit"
             order.pop()
             break
-        if hist_bytes + 16 * S + BYTES_PER_CANDIDATE * S * k > max_bytes:
+        n_cand = S * k  # candidates of the step: the estimate, counted exactly when it matters
+        if parents is not None and hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > LINK_SHARE * max_bytes:
             n_cand = count(W, V, dw, dv, cap, thr, alpha)
-            if parents is not None and hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
+            if hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > LINK_SHARE * max_bytes:
                 parents, items, hist_bytes = None, [], 0  # drop the links: the incumbent will be rebuilt
+        if 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
+            if n_cand == S * k:
+                n_cand = count(W, V, dw, dv, cap, thr, alpha)
             if 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
                 note = "memory_limit"
                 order.pop()
