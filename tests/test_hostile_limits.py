@@ -167,61 +167,104 @@ def _knapsack_instance(n: int = 40, seed: int = 0):
     return MCKPProblem.from_padded(w, v, np.full(n, 4), int(w[:, 0].sum() + w[:, -1].sum()) // 2)
 
 
-def test_cbc_past_its_hard_limit_is_killed_and_says_so(monkeypatch):
-    """A CBC still running KILL_GRACE after the deadline is killed: no solution, and the status says why
-    (the grace is set so that the kill comes at once, whatever the machine's speed)."""
-    import time
-
-    import pulp
+def _sleeping_cbc(monkeypatch, tmp_path):
+    """CBC replaced by a program that never answers, so a kill is certain whatever the machine's load (the
+    real CBC may finish a small model before a kill that is due at once, on a busy machine)."""
     from lyra_solver.formulations import _cbc
+
+    script = tmp_path / "cbc"
+    script.write_text("#!/bin/sh\nexec sleep 600\n")
+    script.chmod(0o755)
+    real = _cbc._solver
+
+    def solver(*args, **kwargs):
+        s = real(*args, **kwargs)
+        s.path = str(script)
+        return s
+
+    monkeypatch.setattr(_cbc, "_solver", solver)
+
+
+def _small_pulp_knapsack():
+    import pulp
 
     prob = pulp.LpProblem("p", pulp.LpMaximize)
     x = [prob.add_variable(f"x{i}", 0, 1, cat="Binary") for i in range(30)]
     prob += pulp.lpSum((i % 7 + 1) * v for i, v in enumerate(x))
     prob += pulp.lpSum((i % 5 + 2) * v for i, v in enumerate(x)) <= 40
-    monkeypatch.setattr(_cbc, "KILL_GRACE", -60.0)
-    run = _cbc.run_cbc(prob, deadline=time.perf_counter() + 60.0)
-    assert run.ran and run.killed and "killed" in run.note
-    assert prob.status == pulp.LpStatusNotSolved and prob.sol_status == pulp.LpSolutionNoSolutionFound
-    # and without the kill the same model is solved to proven optimality through the same runner
-    monkeypatch.setattr(_cbc, "KILL_GRACE", 0.25)
-    run = _cbc.run_cbc(prob, deadline=None)
-    assert not run.killed and prob.sol_status == pulp.LpSolutionOptimal
+    return prob
 
 
-def test_mckp_cbc_reports_no_solution_when_killed(monkeypatch):
+def test_cbc_runner_solves_to_proven_optimality():
+    import pulp
     from lyra_solver.formulations import _cbc
+
+    prob = _small_pulp_knapsack()
+    run = _cbc.run_cbc(prob, deadline=None)
+    assert run.ran and not run.killed and prob.sol_status == pulp.LpSolutionOptimal
+    # the optimum of this knapsack, by enumeration of how many items of each (value, weight) kind are taken
+    kinds = {}
+    for i in range(30):
+        kinds[(i % 7 + 1, i % 5 + 2)] = kinds.get((i % 7 + 1, i % 5 + 2), 0) + 1
+    best = {0: 0}  # weight -> best value
+    for (v, w), count in kinds.items():
+        for _ in range(count):
+            best = {**best, **{b + w: max(best.get(b + w, -1), val + v) for b, val in best.items() if b + w <= 40}}
+    assert pulp.value(prob.objective) == max(best.values())
+
+
+def test_cbc_past_its_hard_limit_is_killed_and_says_so(monkeypatch, tmp_path):
+    """A CBC still running KILL_GRACE after the deadline is killed: no solution, and the status says why."""
+    import time
+
+    import pulp
+    from lyra_solver.formulations import _cbc
+
+    _sleeping_cbc(monkeypatch, tmp_path)
+    prob = _small_pulp_knapsack()
+    start = time.perf_counter()
+    run = _cbc.run_cbc(prob, deadline=start + 0.2)
+    assert run.ran and run.killed and "killed" in run.note
+    assert time.perf_counter() - start < 60  # killed, not waited for
+    assert prob.status == pulp.LpStatusNotSolved and prob.sol_status == pulp.LpSolutionNoSolutionFound
+
+
+def test_mckp_cbc_reports_no_solution_when_killed(monkeypatch, tmp_path):
     from lyra_solver.formulations.mckp import solve_mckp
 
     problem = _knapsack_instance()
     exact = solve_mckp(problem, method="core")
     assert solve_mckp(problem, method="cbc").objective == pytest.approx(exact.objective)
-    monkeypatch.setattr(_cbc, "KILL_GRACE", -3600.0)
-    res = solve_mckp(problem, method="cbc", time_limit=3600.0)
+    _sleeping_cbc(monkeypatch, tmp_path)
+    res = solve_mckp(problem, method="cbc", time_limit=0.5)
     assert res.status == Status.NO_SOLUTION and res.choice is None and "killed" in res.backend_status
 
 
-def test_lex_cbc_reports_no_solution_when_killed(monkeypatch):
-    from lyra_solver.formulations import _cbc
-
+def test_lex_cbc_reports_no_solution_when_killed(monkeypatch, tmp_path):
     m = Milp.empty()
     xs = [m.var() for _ in range(20)]
     m.row(xs, [i % 5 + 2 for i in range(20)], hi=25)
-    monkeypatch.setattr(_cbc, "KILL_GRACE", -3600.0)
-    ans = solve_lex(m, [(xs, [-(i % 7 + 1) for i in range(20)])], method="cbc", time_limit=3600.0, num_workers=1)
+    _sleeping_cbc(monkeypatch, tmp_path)
+    ans = solve_lex(m, [(xs, [-(i % 7 + 1) for i in range(20)])], method="cbc", time_limit=0.5, num_workers=1)
     assert ans.status == Status.NO_SOLUTION and ans.values is None and "killed" in ans.backend_status
 
 
 def test_mckp_highs_reports_no_solution_when_killed(monkeypatch):
-    """HiGHS runs in a forked process killed KILL_GRACE after the limit (grace set so that it comes at once)."""
-    from lyra_solver.formulations.mckp import highs, solve_mckp
+    """HiGHS runs in a forked process killed KILL_GRACE after the limit (here a HiGHS that never answers, so
+    that the kill is certain whatever the machine's load)."""
+    import time
+
+    import scipy.optimize
+    from lyra_solver.formulations.mckp import solve_mckp
 
     problem = _knapsack_instance(seed=1)
     exact = solve_mckp(problem, method="core")
     res = solve_mckp(problem, method="highs", time_limit=3600.0)  # through the child process
     assert res.status == Status.OPTIMAL and res.objective == pytest.approx(exact.objective)
-    monkeypatch.setattr(highs, "KILL_GRACE", -3600.0)
-    res = solve_mckp(problem, method="highs", time_limit=3600.0)
+    monkeypatch.setattr(scipy.optimize, "milp", lambda *args, **kwargs: time.sleep(600))  # seen by the fork
+    start = time.perf_counter()
+    res = solve_mckp(problem, method="highs", time_limit=0.5)
+    assert time.perf_counter() - start < 60  # killed, not waited for
     assert res.status == Status.NO_SOLUTION and res.choice is None and "killed" in res.backend_status
 
 
@@ -242,3 +285,15 @@ def test_overrun_check_times_every_run_against_its_limit(tmp_path):
     table = overrun_table(results)
     assert table.count("\n") == len(results) + 1 and "| mckp 50x2 random | highs | 1 |" in table
     assert main(["--overrun", "--scale", "0", "--out", str(tmp_path)]) == 2  # sizes are checked
+
+
+def test_mckp_highs_error_in_its_child_is_raised_not_called_a_kill(monkeypatch):
+    import scipy.optimize
+    from lyra_solver.formulations.mckp import solve_mckp
+
+    def broken(*args, **kwargs):
+        raise ValueError("broken HiGHS")
+
+    monkeypatch.setattr(scipy.optimize, "milp", broken)
+    with pytest.raises(RuntimeError, match="broken HiGHS"):
+        solve_mckp(_knapsack_instance(seed=1), method="highs", time_limit=60.0)

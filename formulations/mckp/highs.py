@@ -113,7 +113,8 @@ KILL_GRACE = 0.25
 
 def _bounded(func, deadline: float):
     """``func()`` run in a forked child process, killed at ``deadline`` (``time.perf_counter()``); its return
-    value, or None when it was killed (or died). Where ``fork`` is not available, ``func()`` runs here."""
+    value, or None when it was killed (or died); an exception in ``func`` is raised here as a RuntimeError.
+    Where ``fork`` is not available, ``func()`` runs here."""
     import multiprocessing as mp
     import pickle
 
@@ -124,7 +125,11 @@ def _bounded(func, deadline: float):
 
     def child() -> None:
         try:
-            send.send_bytes(pickle.dumps(func(), protocol=pickle.HIGHEST_PROTOCOL))
+            try:
+                answer = (True, func())
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the parent, not swallowed
+                answer = (False, RuntimeError(f"HiGHS in its child process: {exc!r}"))
+            send.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
         finally:
             send.close()
 
@@ -134,9 +139,12 @@ def _bounded(func, deadline: float):
     try:
         if recv.poll(max(deadline - time.perf_counter(), 0.0)):
             try:
-                return pickle.loads(recv.recv_bytes())
+                ok, value = pickle.loads(recv.recv_bytes())
             except EOFError:  # the child died without an answer
                 return None
+            if not ok:
+                raise value
+            return value
         return None
     finally:
         recv.close()
