@@ -36,11 +36,13 @@ import time
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
 from lyra_solver.apply import apply_decision
 from lyra_solver.formulations.packing import job_rate, pair_speed
 from lyra_solver.pipeline import decide
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import Inference, Job, Options, PackingProfile, ProfileThroughput, Server, Snapshot
+from lyra_solver.values import JobOptions, value_table
 
 from .policies import Policy
 from .traces import LoadCurve, SimJobSpec
@@ -336,8 +338,38 @@ class _Sim:
         if any(self.jobs[i].host is not None for i in self.running):  # guests are queued in the snapshot
             return False
         elastic = self.policy.elastic
-        return all(self.jobs[i].workers == (self.jobs[i].spec.max_workers if elastic else self.jobs[i].spec.gpus)
-                   for i in self.running)
+        if all(self.jobs[i].workers == (self.jobs[i].spec.max_workers if elastic else self.jobs[i].spec.gpus)
+               for i in self.running):
+            return True
+        pol = self.policy
+        return elastic and pol.allocation == "greedy" and pol.packing == "off" and not pol.two_queue \
+            and self._sizes_kept()
+
+    def _sizes_kept(self) -> bool:
+        """Whether the greedy allocation keeps every running job at its size, in a round with nothing queued, no
+        reclaim and no packing (so nothing is admitted, nothing shrinks and the scale step alone could change
+        a placement).
+
+        The scale step's values are those of :func:`lyra_solver.values.value_table` (computed here by the same
+        function on the same options, over each elastic job's whole range ``min..max``; the step's row is a
+        part of it that holds the current size). When the current size ``c`` of every elastic job is the
+        strict maximum of its row (by a margin far above rounding), ``c`` is the last undominated item of its
+        class, and the sizes held fit in the capacity (which counts their workers above ``min``), so the
+        greedy takes every upgrade up to ``c`` and stops there: the targets are the current sizes, placement
+        keeps every job where it is, and no borrowed server hosts a worker. The decision changes nothing.
+        """
+        rows = [j for j in map(self.jobs.__getitem__, sorted(self.running)) if j.spec.min_workers < j.spec.max_workers]
+        opts = [JobOptions(self._tp(j.spec.app), j.spec.min_workers, j.spec.max_workers, max(j.remaining, 0.0), 1,
+                           j.workers, j.spec.restart_penalty) for j in rows]
+        table = value_table(opts, server_gpus=self.G, backend="numpy")
+        n = len(rows)
+        at = np.fromiter((j.workers - j.spec.min_workers for j in rows), np.int64, n)
+        values = table.values.copy()
+        held = values[np.arange(n), at]
+        values[np.arange(n), at] = -np.inf
+        pen = np.fromiter((j.spec.restart_penalty for j in rows), np.float64, n)
+        margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + pen)
+        return bool(np.all(held - values.max(axis=1) > margin))
 
     def _snapshot(self, t: float) -> tuple[Snapshot, set[int]]:
         pol, thr = self.policy, self.cfg.tiresias_threshold

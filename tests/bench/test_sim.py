@@ -97,6 +97,31 @@ def test_skipping_quiet_rounds_changes_nothing(policy):
     assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
 
 
+@needs_data
+@pytest.mark.parametrize("policy", ["lyra", "elastic"])
+def test_skipping_rounds_that_keep_every_size_changes_nothing(policy, monkeypatch):
+    """Rounds with nothing queued where elastic jobs hold sizes below their maximum that the greedy keeps
+    (_Sim._sizes_kept) are skipped too; the run is the one that calls ``decide`` every round."""
+    from lyra_solver.bench.sim.engine import _Sim
+
+    kept = []
+    sizes_kept = _Sim._sizes_kept
+
+    def spy(self):
+        kept.append(sizes_kept(self))
+        if kept[-1]:  # a skipped round really holds a job below its maximum
+            assert any(self.jobs[i].workers < self.jobs[i].spec.max_workers for i in self.running)
+        return kept[-1]
+
+    monkeypatch.setattr(_Sim, "_sizes_kept", spy)
+    specs = map_jobs(_slice(60, start="2017-10-09"), seed=6)
+    a = simulate(specs, get_policy(policy), _config(training_servers=4))
+    b = simulate(specs, get_policy(policy), _config(training_servers=4, skip_quiet=False))
+    assert sum(kept) > 100 and not all(kept)
+    assert a.jobs == b.jobs and a.series == b.series and a.gpu_seconds == b.gpu_seconds
+    assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
+
+
 def _spec(jid, submit, app, g, duration, util, mem):
     from lyra_solver.bench.sim.traces import SimJobSpec
     from lyra_solver.throughput import rate_one
