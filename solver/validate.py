@@ -427,7 +427,8 @@ def _rules_hold(snap: Snapshot) -> bool:
                 return False
             seen.add(srv.id)
             total += srv.gpu_mem_gb
-            max_gpus = max(max_gpus, srv.gpus)
+            if srv.gpus > max_gpus:
+                max_gpus = srv.gpus
             if srv.pool != "inference" or srv.state == "loaned":
                 usable[srv.id] = srv.gpus
         for key in snap.options.pair_speed or {}:

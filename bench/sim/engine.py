@@ -188,7 +188,7 @@ class _Sim:
         return tp
 
     def _count(self, state: str) -> int:
-        return sum(1 for s in self.inf_state if s == state)
+        return self.inf_state.count(state)
 
     def _set_load(self, t: float) -> None:
         """Follow the load curve: idle servers start serving first; serving servers beyond the need go idle."""
