@@ -331,8 +331,10 @@ class _Sim:
         """A round whose decision is known without calling ``decide``: nothing queued, no reclaim asked, and
         every running job at its largest size. Then no step can change anything (nothing to admit, no loan
         wanted, every elastic job's top option is the one it holds, placements of unchanged jobs are kept), so
-        the round is counted as quiet and skipped. Exact, not an approximation: tests compare against runs
-        that call ``decide`` every round."""
+        the round is counted as quiet and skipped. Also quiet, under the greedy allocation without packing: nothing
+        queued, no reclaim, and every elastic job held at the strict best size of its value row
+        (:meth:`_sizes_kept`). Exact, not an approximation: tests compare against runs that call ``decide``
+        every round."""
         if not self.skip_quiet or len(self.running) != len(self.active) or self._reclaim_wanted():
             return False
         if any(self.jobs[i].host is not None for i in self.running):  # guests are queued in the snapshot
@@ -368,7 +370,9 @@ class _Sim:
         held = values[np.arange(n), at]
         values[np.arange(n), at] = -np.inf
         pen = np.fromiter((j.spec.restart_penalty for j in rows), np.float64, n)
-        margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + pen)
+        # far above rounding and above the 1e-9 (of |T(min)| + |T(w)| + penalty) by which a GPU backend's table
+        # may differ from numpy's
+        margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + np.abs(table.times).max(axis=1) + pen)
         return bool(np.all(held - values.max(axis=1) > margin))
 
     def _snapshot(self, t: float) -> tuple[Snapshot, set[int]]:
