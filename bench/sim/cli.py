@@ -109,6 +109,14 @@ def _packing_profiles(items: list[str]) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _need_ray() -> None:
+    """``--backend ray`` without Ray installed: exit 2 before any work (Ray itself is imported by the harness)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        _fail("--backend", "ray needs the optional extra 'ray' (pip install 'lyra-solver[ray]')")
+
+
 def _data_dir() -> Path:
     from lyra_solver.bench.sim import data_dir
 
@@ -200,8 +208,6 @@ def _run_all(tasks, trace, config, mapping, args):
         out = map_tasks(_run_task, [(trace, config, p, s, mapping) for p, s in tasks],
                         jobs=args.jobs or os.cpu_count() or 1, backend=args.backend,
                         progress=None if bar is None else bar.t.update)
-    except RuntimeError as err:  # Ray missing
-        _fail("--backend", str(err))
     finally:
         if bar is not None:
             bar.close()
@@ -216,6 +222,8 @@ def run(args) -> int:
     policies = [args.policy] if args.policy else list(dict.fromkeys(args.compare))
     for p in policies:
         get_policy(p)  # unknown name or packing not available: exit 2 before any work
+    if args.backend == "ray":
+        _need_ray()
     trace, config = _setup(args)
     mapping = {"elastic_share": args.elastic_share, "restart_penalty": args.restart_penalty,
                "preemption_penalty": args.preemption_penalty}

@@ -44,7 +44,7 @@ from lyra_solver.throughput import rate_one
 from lyra_solver.types import Inference, Job, Options, PackingProfile, ProfileThroughput, Server, Snapshot
 from lyra_solver.values import JobOptions, value_table
 
-from .policies import Policy
+from .policies import Policy, two_queue_victims
 from .traces import LoadCurve, SimJobSpec
 
 log = logging.getLogger(__name__)
@@ -382,10 +382,12 @@ class _Sim:
         if pol.loan:
             servers += [self.inf_server[(i, st)] for i, st in enumerate(self.inf_state) if st != "serving"]
             reclaim = self._reclaim_wanted()
-        hidden: set[int] = set()  # running jobs shown as queued (Tiresias' second queue when the first waits)
-        if pol.two_queue and any(self.jobs[i].placement is None and self.jobs[i].attained < thr
-                                 for i in self.active):
-            hidden = {i for i in self.running if self.jobs[i].attained >= thr}
+        hidden: set[int] = set()  # running jobs shown as queued (Tiresias' victims: see two_queue_victims)
+        if pol.two_queue:
+            hidden = two_queue_victims(
+                sum(s.gpus for s in servers),
+                ((i, j.spec.submit, j.attained, j.spec.min_workers if pol.elastic else j.spec.gpus,
+                  j.train_gpus + j.inf_gpus) for i, j in self.active.items()), thr)
         jobs = []
         for i in sorted(self.active):
             j = self.jobs[i]

@@ -314,3 +314,76 @@ def test_policies_and_packing():
     else:
         with pytest.raises(InputError, match="packing not available"):
             get_policy("lyra-pack")
+
+
+def test_tiresias_two_queue_las_on_a_hand_built_trace():
+    """Two 8-GPU servers, threshold 3,600 GPU-seconds, a round every 60 s, requested sizes. By hand:
+
+    - A (8 GPUs, 3,000 s) starts at 0 and enters the second queue at 450 s; C (4 GPUs, 5,000 s, submitted at 10)
+      starts at 10 and enters it at 910 s.
+    - B (4 GPUs, 500 s) arrives at 1,000 while 4 GPUs are free: it is first-queue and fits, so nobody is
+      stopped; it runs 1,000-1,500.
+    - D (8 GPUs, 600 s) arrives at 1,100 with no GPU free; at the tick of 1,140 the priority list is B (running),
+      D (first queue), A, C (second queue, FIFO): D is granted 8 of the 12 GPUs B leaves, A no longer fits and
+      is stopped, C (4) still fits and goes on undisturbed. D runs 1,140-1,740.
+    - A resumes when D completes at 1,740 (B's completion at 1,500 frees only 4 GPUs), pays the 300 s
+      preemption penalty and does its remaining 3,000 - 1,140 s of work: it ends at 1,740 + 300 + 1,860.
+    """
+    a, c = _spec("A", 0.0, "imagenet", 8, 3000.0, 0.8, 10.0), _spec("C", 10.0, "ncf", 4, 5000.0, 0.2, 2.0)
+    b, d = _spec("B", 1000.0, "bert", 4, 500.0, 0.5, 5.0), _spec("D", 1100.0, "yolov3", 8, 600.0, 0.5, 5.0)
+    cfg = SimConfig(training_servers=2, inference_servers=0, interval=60.0, tiresias_threshold=3600.0, check=True,
+                    record=True)
+    res = simulate([a, b, c, d], get_policy("tiresias"), cfg)
+    rows = {r["id"]: r for r in res.jobs}
+    got = {k: (r["start"], r["end"], r["preemptions"]) for k, r in rows.items()}
+    assert got == {"A": (0.0, pytest.approx(3900.0), 1), "C": (10.0, pytest.approx(5010.0), 0),
+                   "B": (1000.0, pytest.approx(1500.0), 0), "D": (1140.0, pytest.approx(1740.0), 0)}
+    assert res.counters["preemptions"] == 1 and res.counters["restarts"] == 0
+    # A made no progress between its preemption and the end of its penalty
+    assert not [s for s in res.segments if s[0] == "A" and s[1] < 2040.0 - 1e-9 and s[2] > 1140.0 + 1e-9]
+
+
+def test_two_queue_victims_walks_the_priority_list():
+    from lyra_solver.bench.sim.policies import two_queue_victims
+
+    thr = 100.0
+    # nothing waits in the first queue: nobody stopped, whatever waits in the second
+    assert two_queue_victims(8, [(0, 0, 500, 8, 8), (1, 1, 500, 4, 0)], thr) == set()
+    # the waiting first-queue job fits in free GPUs: nobody stopped
+    assert two_queue_victims(16, [(0, 0, 500, 8, 8), (1, 1, 0, 8, 0)], thr) == set()
+    # it does not fit even with the whole second queue stopped: passed over, nobody stopped
+    assert two_queue_victims(16, [(0, 0, 500, 8, 8), (1, 1, 0, 4, 4), (2, 2, 0, 16, 0)], thr) == set()
+    # ...but a later one that fits is served; second-queue jobs keep their GPUs in FIFO order while they fit:
+    # 16 - 6 = 10 left, job 0 keeps 4, job 1 (8) no longer fits and is stopped, job 2 (4) still fits
+    jobs = [(0, 0, 500, 4, 4), (1, 1, 500, 8, 8), (2, 2, 500, 4, 4), (3, 3, 0, 20, 0), (4, 4, 0, 6, 0)]
+    assert two_queue_victims(16, jobs, thr) == {1}
+    # FIFO within the first queue: the earlier waiting job is granted first, even when larger
+    jobs = [(0, 0, 500, 8, 8), (1, 5, 0, 8, 0), (2, 3, 0, 4, 0)]
+    assert two_queue_victims(8, jobs, thr) == {0}
+    assert two_queue_victims(12, [(0, 0, 500, 8, 8), (1, 5, 0, 8, 0)], thr) == {0}
+
+
+@needs_data
+def test_ray_backend_gives_the_same_summary_bytes_as_local_processes(tmp_path, capsys):
+    """``--backend ray`` (a local Ray of 2 CPUs) runs the comparison through the harness: the same
+    summary.json and job CSVs, byte for byte, as ``--backend local``; only timings.json differs."""
+    pytest.importorskip("ray")
+    runs = ("--compare", "baseline", "tiresias", "lyra-pack", "--seeds", "2", "--jobs", "2")
+    rc1, local = _cli(tmp_path, "local", *runs, "--backend", "local")
+    rc2, ray = _cli(tmp_path, "ray", *runs, "--backend", "ray")
+    assert rc1 == rc2 == 0
+    for name in ("summary.json", "jobs-baseline.csv", "jobs-tiresias.csv", "jobs-lyra-pack.csv"):
+        assert (local / name).read_bytes() == (ray / name).read_bytes(), name
+    out = capsys.readouterr().out.split("\n\n")[0]
+    assert "| tiresias |" in out
+
+
+def test_ray_backend_without_ray_exits_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "ray", None)  # `import ray` raises ImportError
+    trace = tmp_path / "t.csv"
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n")
+    rc = main(["simulate", "--trace", str(trace), "--compare", "baseline", "lyra", "--backend", "ray",
+               "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "--backend" in err and "ray" in err, err
+    assert not (tmp_path / "o").exists()
