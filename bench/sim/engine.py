@@ -42,7 +42,7 @@ from lyra_solver.formulations.packing import job_rate, pair_speed
 from lyra_solver.pipeline import decide
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import Inference, Job, Options, PackingProfile, ProfileThroughput, Server, Snapshot
-from lyra_solver.values import JobOptions, value_table
+from lyra_solver.values import TIME_CAP, JobOptions, value_table
 
 from .policies import Policy, two_queue_victims
 from .traces import LoadCurve, SimJobSpec
@@ -159,6 +159,7 @@ class _Sim:
         self.done = 0
         self.need = 0  # inference servers the load needs now
         self.skip_quiet = cfg.skip_quiet
+        self._kept: dict[int, tuple[int, float]] = {}  # job -> (size, remaining work) found kept (_sizes_kept)
         self.counters = {"quiet_rounds": 0, "rounds": 0, "preemptions": 0, "scaling_events": 0, "restarts": 0,
                          "reclaim_events": 0, "reclaim_rounds": 0, "loans": 0, "packed": 0}
         self.packing: list = []  # the last decision's packing groups
@@ -359,8 +360,21 @@ class _Sim:
         class, and the sizes held fit in the capacity (which counts their workers above ``min``), so the
         greedy takes every upgrade up to ``c`` and stops there: the targets are the current sizes, placement
         keeps every job where it is, and no borrowed server hosts a worker. The decision changes nothing.
+
+        A job found so at size ``c`` with remaining work ``R`` stays so while it holds ``c`` and its work only
+        shrinks: ``value(c) - value(w) = R (1 / rate(w) - 1 / rate(c)) + restart_penalty`` does not decrease
+        as ``R`` does (no time at the cap, rates fixed by ``w``), so the margin found once, far above
+        rounding, still holds. Such jobs are remembered (:attr:`_kept`) and their rows not computed again.
         """
-        rows = [j for j in map(self.jobs.__getitem__, sorted(self.running)) if j.spec.min_workers < j.spec.max_workers]
+        rows = []
+        for i in sorted(self.running):
+            j = self.jobs[i]
+            if j.spec.min_workers < j.spec.max_workers:
+                seen = self._kept.get(i)
+                if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
+                    rows.append(j)
+        if not rows:
+            return True
         opts = [JobOptions(self._tp(j.spec.app), j.spec.min_workers, j.spec.max_workers, max(j.remaining, 0.0), 1,
                            j.workers, j.spec.restart_penalty) for j in rows]
         table = value_table(opts, server_gpus=self.G, backend="numpy")
@@ -372,8 +386,13 @@ class _Sim:
         pen = np.fromiter((j.spec.restart_penalty for j in rows), np.float64, n)
         # far above rounding and above the 1e-9 (of |T(min)| + |T(w)| + penalty) by which a GPU backend's table
         # may differ from numpy's
-        margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + np.abs(table.times).max(axis=1) + pen)
-        return bool(np.all(held - values.max(axis=1) > margin))
+        longest = np.abs(table.times).max(axis=1)
+        margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + longest + pen)
+        ok = held - values.max(axis=1) > margin
+        for j, good, top in zip(rows, ok.tolist(), longest.tolist(), strict=True):
+            if good and top < TIME_CAP:
+                self._kept[j.idx] = (j.workers, max(j.remaining, 0.0))
+        return bool(ok.all())
 
     def _snapshot(self, t: float) -> tuple[Snapshot, set[int]]:
         pol, thr = self.policy, self.cfg.tiresias_threshold
