@@ -32,8 +32,8 @@ class FreeIndex:
     """
 
     def __init__(self, free: np.ndarray, tier: np.ndarray, n_tiers: int) -> None:
-        self.free = [int(x) for x in free]
-        self.tier = [int(t) for t in tier]
+        self.free = np.asarray(free, dtype=np.int64).tolist()
+        self.tier = np.asarray(tier, dtype=np.int64).tolist()
         self.top = max(self.free, default=0)
         self.buckets: list[dict[int, list[int]]] = [{} for _ in range(n_tiers)]
         for s in range(len(self.free) - 1, -1, -1):  # lowest index on top of each stack
