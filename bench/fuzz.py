@@ -268,6 +268,121 @@ def fuzz(*, seconds: float, seed: int, memory_mb: int = 2048, timeout: float = 6
     return case, findings
 
 
+# ---------------------------------------------------------------------------------------------- overruns
+@dataclass(frozen=True)
+class Overrun:
+    """One timed run of the overrun check: what ran, under which limit, and how long it took."""
+
+    case: str
+    method: str
+    time_limit: float
+    returncode: int | None
+    status: str
+    solver_s: float | None  # the answer's own time_s (the call inside the process)
+    process_s: float  # the whole process: start-up, imports, reading, writing
+    max_rss_mb: float
+
+    @property
+    def overrun_s(self) -> float | None:
+        """Seconds the call took beyond its limit (negative: within it)."""
+        return None if self.solver_s is None else self.solver_s - self.time_limit
+
+
+def _mckp_instance(n: int, m: int, seed: int, *, concave: bool) -> dict:
+    """``n`` classes of ``m`` items: random ones, or concave value-table-like ones (weights 0, g, 2g, ...)."""
+    rng = random.Random(seed)
+    classes = []
+    for _ in range(n):
+        if concave:
+            g, scale, e = rng.choice([1, 2, 4]), rng.uniform(10, 1000), rng.uniform(0.3, 0.9)
+            classes.append({"weights": [g * k for k in range(m)],
+                            "values": [round(scale * ((k + 1) ** e - 1), 6) for k in range(m)]})
+        else:
+            w = sorted(rng.randint(0, 100) for _ in range(m))
+            classes.append({"weights": w, "values": sorted(round(rng.uniform(0, 100), 6) for _ in range(m))})
+    light, heavy = sum(c["weights"][0] for c in classes), sum(c["weights"][-1] for c in classes)
+    return {"capacity": light + (heavy - light) // 3, "classes": classes}
+
+
+def _overrun_cases(scale: float, seed: int) -> list[tuple[str, str, dict]]:
+    """(name, kind, document) of the large cases: MCKP instances and snapshots, sized by ``scale``."""
+    from lyra_solver.bench.generate import generate_snapshot
+
+    n_wide = max(10, int(100_000 * scale))
+    n_table = max(10, int(5_000 * scale))
+    cases = [(f"mckp {n_wide}x2 random", "mckp", _mckp_instance(n_wide, 2, seed, concave=False)),
+             (f"mckp {n_table}x32 concave", "mckp", _mckp_instance(n_table, 32, seed, concave=True))]
+    servers, jobs = max(4, int(1_000 * scale)), max(4, int(5_000 * scale))
+    snap = generate_snapshot(servers=servers, jobs=jobs, seed=seed, reclaim=max(1, servers // 10))
+    cases.append((f"decide {servers}x{jobs}", "decide", snap))
+    huge = generate_snapshot(servers=max(4, int(5_000 * scale)), jobs=max(4, int(1_000 * scale)), seed=seed)
+    huge["jobs"].append({"id": "huge", "min_workers": 1, "max_workers": 100_000, "remaining_work": 1e9,
+                         "throughput": {"kind": "power", "rate_per_worker": 100.0, "exponent": 0.9}})
+    cases.append(("decide + one 1..100,000-worker job", "decide", huge))
+    return cases
+
+
+#: What each kind of case runs: MCKP methods, and decide's exact steps (every one of them in one round).
+OVERRUN_MCKP_METHODS = ("core", "dp", "cpsat", "cbc", "highs", "greedy", "hull")
+OVERRUN_DECIDE = {"exact steps": ["--allocation", "exact", "--reclaim", "exact", "--placement", "exact",
+                                  "--packing", "exact"],
+                  "default steps": []}
+
+
+def overrun_check(*, time_limit: float, scale: float, seed: int, out_dir: Path, memory_mb: int,
+                  methods: tuple[str, ...] = OVERRUN_MCKP_METHODS) -> list[Overrun]:
+    """Run every MCKP method and decide's exact steps on large cases under ``time_limit``; measure overruns.
+
+    Each run is a CLI process (``--timings``) under the memory limit and a hard timeout of ten times the
+    limit plus a minute; ``solver_s`` is the answer's own ``time_s`` (the call: model building included),
+    ``process_s`` the whole process.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results: list[Overrun] = []
+    for name, kind, doc in _overrun_cases(scale, seed):
+        path = out_dir / (name.replace(" ", "_").replace(",", "").replace("+", "plus") + ".json")
+        path.write_text(json.dumps(doc))
+        runs = ([(m, ["mckp", path.name, "--method", m]) for m in methods] if kind == "mckp"
+                else [(label, ["decide", path.name, *flags]) for label, flags in OVERRUN_DECIDE.items()])
+        for method, argv in runs:
+            argv = [*argv, "--time-limit", f"{time_limit:g}", "--timings", "-q"]
+            code, out, err, secs, rss = run_cli(argv, memory_mb=memory_mb, timeout=10 * time_limit + 60,
+                                                cwd=str(out_dir))
+            status, solver_s = _answer_status(kind, code, out, err)
+            results.append(Overrun(name, method, time_limit, code, status, solver_s, round(secs, 3), round(rss, 1)))
+            log.info("%s / %s: %s, %s s in the call, %.2f s in all", name, method, status, solver_s, secs)
+    return results
+
+
+def _answer_status(kind: str, code: int | None, out: bytes, err: bytes) -> tuple[str, float | None]:
+    if code is None:
+        return "timeout (killed)", None
+    if code not in (0, 1):  # 1: an answer without a solution (infeasible, or none found in time)
+        lines = err.decode("utf-8", "replace").strip().splitlines()
+        return f"exit {code}: {lines[-1][:100] if lines else ''}", None
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return "unreadable answer", None
+    if kind == "mckp":
+        return str(doc.get("status")), doc.get("time_s")
+    summary = doc.get("summary", {})
+    statuses = summary.get("statuses", {})
+    return ", ".join(f"{k} {summary.get('methods', {}).get(k)} {v}" for k, v in statuses.items()), summary.get("time_s")
+
+
+def overrun_table(results: list[Overrun]) -> str:
+    """The overrun check's results as a Markdown table."""
+    rows = ["| case | method | limit s | call s | overrun s | process s | peak MB | status |",
+            "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        call = "-" if r.solver_s is None else f"{r.solver_s:.2f}"
+        over = "-" if r.overrun_s is None else f"{r.overrun_s:+.2f}"
+        rows.append(f"| {r.case} | {r.method} | {r.time_limit:g} | {call} | {over} | {r.process_s:.2f} | "
+                    f"{r.max_rss_mb:.0f} | {r.status} |")
+    return "\n".join(rows)
+
+
 def _positive(text: str) -> float:
     try:
         x = float(text)
@@ -303,6 +418,15 @@ def build_parser(prog: str = "python -m lyra_solver.bench.fuzz") -> argparse.Arg
     p.add_argument("--timeout", type=_positive, default=60.0, help="seconds per run before it counts as a hang")
     p.add_argument("--out", type=Path, default=None, help="folder for failing inputs (default: a temporary one)")
     p.add_argument("--no-check", action="store_true", help="do not run `check` on the decisions")
+    p.add_argument("--overrun", action="store_true",
+                   help="instead of fuzzing: time every MCKP method and decide's exact steps on large instances "
+                        "under --time-limit and report how far past it each call ran")
+    p.add_argument("--time-limit", type=_positive, default=2.0, help="--overrun: the limit given to each run")
+    p.add_argument("--scale", type=_positive, default=1.0,
+                   help="--overrun: size factor of the instances (1: 100,000 x 2 and 5,000 x 32 MCKP, "
+                        "1,000 x 5,000 snapshot)")
+    p.add_argument("--max-overrun", type=_positive, default=1.0,
+                   help="--overrun: seconds past the limit that count as a finding (default 1)")
     return p
 
 
@@ -318,6 +442,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m lyra_solver.bench
         return 2
     logging.basicConfig(level=logging.WARNING, format="fuzz: %(message)s")
     out_dir = args.out if args.out is not None else Path(tempfile.mkdtemp(prefix="lyra_fuzz_"))
+    if args.overrun:
+        results = overrun_check(time_limit=args.time_limit, scale=args.scale, seed=args.seed, out_dir=out_dir,
+                                memory_mb=args.memory_mb)
+        print(overrun_table(results))
+        late = [r for r in results if r.solver_s is None and r.returncode is None
+                or r.overrun_s is not None and r.overrun_s > args.max_overrun]
+        print(f"{len(results)} runs, {len(late)} past the limit by more than {args.max_overrun:g} s (or killed); "
+              f"instances in {out_dir}")
+        return 1 if late else 0
     cases, findings = fuzz(seconds=args.time, seed=args.seed, memory_mb=args.memory_mb, timeout=args.timeout,
                            out_dir=out_dir, check=not args.no_check, max_cases=args.cases)
     print(f"{cases} cases, {len(findings)} findings (seed {args.seed}, {args.memory_mb} MB, {args.timeout:g} s "

@@ -14,9 +14,7 @@ Ehrgott, M. (2005). Multicriteria Optimization, ch. 5 (lexicographic optimisatio
 """
 from __future__ import annotations
 
-import math
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,7 +119,8 @@ class LexAnswer:
 
 
 def solve_lex(model: Milp, objectives: list[tuple[list[int], list[int]]], *, method: str,
-              time_limit: float | None, num_workers: int, deterministic: bool = False) -> LexAnswer:
+              time_limit: float | None, num_workers: int, deterministic: bool = False,
+              start: float | None = None) -> LexAnswer:
     """Minimise integer objectives lexicographically: each stage fixes the previous optima.
 
     A stage that ends without proof keeps the previous stages' solution (its own if it improved it).
@@ -134,13 +133,17 @@ def solve_lex(model: Milp, objectives: list[tuple[list[int], list[int]]], *, met
     method : {"cpsat", "cbc"}
         The backend (:data:`BACKENDS`).
     time_limit : float or None
-        Seconds for all stages together; a stage that finds no time left is skipped.
+        Seconds for all stages together, counted from ``start`` (so that the caller's model building counts);
+        a stage that finds no time left is skipped. CBC gets the time left and is killed shortly after it
+        (:func:`lyra_solver.formulations._cbc.run_cbc`).
     num_workers : int
         Solver threads.
     deterministic : bool
         CP-SAT: one worker, a fixed seed, and ``time_limit`` counted in CP-SAT's deterministic time (about a
         second of work per unit, shared by the stages) instead of wall time, so that the answer does not
         depend on machine load; the wall time is then not bounded by ``time_limit``.
+    start : float, optional
+        ``time.perf_counter()`` when the caller's limit started (default: now).
 
     Returns
     -------
@@ -150,14 +153,15 @@ def solve_lex(model: Milp, objectives: list[tuple[list[int], list[int]]], *, met
     -----
     NP-hard in general; each stage is one backend solve (branch and bound) of the same model.
     """
+    start = time.perf_counter() if start is None else start
     model = Milp(ub=model.ub, rows=[(*_merge(i, c), lo, hi) for i, c, lo, hi in model.rows],
                   imps=model.imps)
     objectives = [_merge(i, c) for i, c in objectives]
     if method == "cpsat":
         return _solve_lex_cpsat(model, objectives, time_limit=time_limit, num_workers=num_workers,
-                                deterministic=deterministic)
+                                deterministic=deterministic, start=start)
     if method == "cbc":
-        return _solve_lex_cbc(model, objectives, time_limit=time_limit, num_workers=num_workers)
+        return _solve_lex_cbc(model, objectives, time_limit=time_limit, num_workers=num_workers, start=start)
     raise ValueError(f"unknown method {method!r}: expected 'cpsat' or 'cbc'")
 
 
@@ -167,7 +171,8 @@ def _remaining(deadline: float | None) -> float | None:
     return max(0.0, deadline - time.perf_counter())
 
 
-def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, deterministic: bool = False) -> LexAnswer:
+def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, deterministic: bool = False,
+                     start: float) -> LexAnswer:
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
@@ -184,7 +189,7 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, determ
     for a, b in model.imps:
         m.add_implication(vs[a], vs[b])
 
-    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+    deadline = None if time_limit is None else start + float(time_limit)  # the building counted
     det_used = 0.0
     values: list[int] | None = None
     first_status = Status.NO_SOLUTION
@@ -236,8 +241,9 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, determ
                      all_optimal=len(names) == len(objectives) and all(n == ok for n in names))
 
 
-def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers) -> LexAnswer:
+def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers, start: float) -> LexAnswer:
     import pulp
+    from lyra_solver.formulations._cbc import run_cbc
 
     prob = pulp.LpProblem("lex", pulp.LpMinimize)
     vs = [prob.add_variable(f"v{i}", 0, ub, cat="Integer" if ub > 1 else "Binary")
@@ -258,7 +264,7 @@ def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers) -> LexAn
                                   pulp.LpConstraintGE, f"i{k}", 0)
         k += 1
 
-    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+    deadline = None if time_limit is None else start + float(time_limit)  # the building counted
     values: list[int] | None = None
     first_status = Status.NO_SOLUTION
     first_bound = None
@@ -271,16 +277,14 @@ def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers) -> LexAn
         if left is not None and stage > 0 and left <= 0.0:
             names.append("SKIPPED")
             break
-        kwargs = {"msg": False, "gapRel": 0.0, "gapAbs": 0.0, "threads": max(1, int(num_workers))}
-        if left is not None:
-            kwargs["timeLimit"] = max(1, int(math.ceil(left)))
-        with warnings.catch_warnings():
-            # PULP_CBC_CMD (the bundled CBC) is deprecated for PuLP 4.0, still the only CBC shipped here.
-            warnings.simplefilter("ignore", DeprecationWarning)
-            cmd = pulp.PULP_CBC_CMD(**kwargs)
-        prob.solve(cmd)
+        # CBC gets the time left (fractions of a second included) and is killed shortly after the deadline
+        run = run_cbc(prob, deadline=deadline, threads=max(1, int(num_workers)), gap_rel=0.0, gap_abs=0.0)
         sol = prob.sol_status
-        names.append(pulp.LpSolution.get(sol, str(sol)))
+        # CBC's "Integer infeasible" (LP feasible, no integer point: a proof) leaves PuLP's solution status at
+        # "No Solution Found"; only its problem status says Infeasible. A run stopped by its limit is "Not Solved".
+        proven_infeasible = sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible
+        names.append("Infeasible" if proven_infeasible else pulp.LpSolution.get(sol, str(sol))
+                     + (f" ({run.note})" if run.note else ""))
         got = sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) and all(
             v.varValue is not None for v in vs)
         if got:
@@ -292,7 +296,7 @@ def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers) -> LexAn
                 else:
                     first_status = Status.FEASIBLE
         elif stage == 0:
-            first_status = Status.INFEASIBLE if sol == pulp.LpSolutionInfeasible else Status.NO_SOLUTION
+            first_status = Status.INFEASIBLE if proven_infeasible else Status.NO_SOLUTION
         if sol != pulp.LpSolutionOptimal or not got or stage == len(objectives) - 1:
             break
         best = int(round(sum(c * values[i] for i, c in zip(idx, coef, strict=True))))

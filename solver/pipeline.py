@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 from lyra_solver.errors import InputError
-from lyra_solver.formulations import SolveResult, Status
+from lyra_solver.formulations import SolveResult, Status, relative_gap
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
 from lyra_solver.formulations.placement import PlacementProblem
 from lyra_solver.formulations.reclaim import ReclaimProblem
@@ -67,7 +67,7 @@ from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.packing import pack_step
 from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
 from lyra_solver.validate import validate_snapshot
-from lyra_solver.values import BACKENDS, TIME_CAP, JobOptions, ValueTable, option_grid, value_table
+from lyra_solver.values import BACKENDS, TIME_CAP, JobOptions, ValueTable, lp_bound, option_grid, value_table
 
 log = logging.getLogger(__name__)
 
@@ -535,9 +535,122 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
     targets[elastic] = np.clip(base + choice * step, table.min_workers[elastic],
                                np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size))
     report = StepReport.of(res, method=f"mckp-{res.method}")
-    if thinned:  # optimal over the thinned options only: no proof for the full table
-        report = StepReport.of(res, method=f"mckp-{res.method}-thinned", status="feasible", bound=None, gap=None)
+    if thinned:  # zoom in on the thinned rows, then bound and gap against EVERY option by the LP bound
+        chosen, value = _refine(opts, table, elastic, capacity, targets[elastic], cl.server_gpus, settings, method)
+        targets[elastic] = chosen
+        report = _thinned_report(res, value, opts, table, elastic, capacity, cl.server_gpus, settings)
     return Scaled(jobs, table, targets, report)
+
+
+#: Zoom rounds of a thinned allocation (each a table of at most :data:`MAX_TABLE_CELLS` cells and one MCKP).
+MAX_REFINE_ROUNDS = 12
+
+
+def _true_value(opts: list[JobOptions], table: ValueTable, rows: list[int], workers: np.ndarray,
+                server_gpus: int) -> float:
+    """Total value of ``workers[r]`` workers for job ``rows[r]`` over its FULL option range (scalar rates for
+    the counts off the table's grid; the table's own cell where the count is on it)."""
+    from lyra_solver.throughput import rate_one
+
+    total = 0.0
+    base, step, sizes = option_grid([opts[i] for i in rows])
+    for r, (i, w) in enumerate(zip(rows, workers.tolist(), strict=True)):
+        o = opts[i]
+        k = (w - int(base[r])) // int(step[r])
+        if 0 <= k < sizes[r] and int(table.weights[i, k]) == o.gpus_per_worker * (w - o.min_workers):
+            total += float(table.values[i, k])
+            continue
+        rate = rate_one(o.throughput, w, gpus_per_worker=o.gpus_per_worker, server_gpus=server_gpus)
+        restart = o.restart_penalty if o.current_workers > 0 and w != o.current_workers else 0.0
+        total += float(table.times[i, 0]) - min(o.remaining_work / rate, TIME_CAP) - restart
+    return total
+
+
+def _refine(opts: list[JobOptions], table: ValueTable, elastic: np.ndarray, capacity: int, chosen: np.ndarray,
+            server_gpus: int, settings: Settings, method: str) -> tuple[np.ndarray, float]:
+    """Zoom in on the thinned rows: each round gives every thinned row the window of one grid step either side
+    of its chosen count on a finer grid (at most :data:`MAX_TABLE_CELLS` cells in all, the chosen count kept),
+    the other elastic rows their full options, and solves the MCKP again; a round's answer is kept when it is
+    worth more over the full options. Stops when the grids reach single workers, after
+    :data:`MAX_REFINE_ROUNDS` rounds, or when the round's time is up (wall clock; not when deterministic).
+    Returns the worker counts of the elastic rows and their total value.
+
+    Running time: per round one value table and one MCKP of at most :data:`MAX_TABLE_CELLS` cells; the step
+    shrinks by about ``cells per row / 2`` a round, so a row of ``2**31`` options takes a handful of rounds.
+    """
+    el = elastic.tolist()
+    best = chosen.copy()
+    best_value = _true_value(opts, table, el, best, server_gpus)
+    steps = np.fromiter((opts[i].step for i in el), np.int64, len(el))
+    per_row = max(MAX_TABLE_CELLS // len(el), 3)
+    for _ in range(MAX_REFINE_ROUNDS):
+        wide = np.flatnonzero(steps > 1)
+        if wide.size == 0 or (not settings.deterministic and time.perf_counter() >= settings.deadline):
+            break
+        window = []
+        offset = 0
+        for r in wide.tolist():
+            o, t, s = opts[el[r]], int(best[r]), int(steps[r])
+            # the step at least halves; the window (at most one old step either side) fits the cells per row
+            fine = max(1, min(-(-s // 2), -(-2 * s // (per_row - 1))))
+            half = min(s, fine * ((per_row - 1) // 2))
+            lo, hi = max(o.min_workers, t - half), min(o.max_workers, t + half)
+            steps[r] = fine
+            window.append(o._replace(min_workers=lo, max_workers=hi, step=int(steps[r]), anchor=t))
+            offset += o.gpus_per_worker * (lo - o.min_workers)
+        sub = value_table(window, server_gpus=server_gpus)
+        narrow = np.flatnonzero(np.isin(np.arange(len(el)), wide, invert=True))
+        m = max(int(sub.sizes.max()), int(table.sizes[elastic[narrow]].max()) if narrow.size else 1)
+        weights = np.zeros((len(el), m), np.int64)
+        values = np.zeros((len(el), m))
+        sizes = np.zeros(len(el), np.int64)
+        rows = elastic[narrow]
+        k = min(m, table.values.shape[1])
+        weights[narrow, :k], values[narrow, :k], sizes[narrow] = table.weights[rows, :k], table.values[rows, :k], \
+            table.sizes[rows]
+        weights[wide, : sub.values.shape[1]], values[wide, : sub.values.shape[1]] = sub.weights, sub.values
+        sizes[wide] = sub.sizes
+        problem = MCKPProblem.from_padded(weights, np.where(np.isfinite(values), values, 0.0), sizes,
+                                          capacity - offset)
+        res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
+        if res.choice is None:
+            break
+        choice = np.asarray(res.choice, dtype=np.int64)
+        cand = best.copy()
+        nb, ns, _ = option_grid([opts[i] for i in rows.tolist()])
+        cand[narrow] = np.clip(nb + choice[narrow] * ns, table.min_workers[rows],
+                               np.fromiter((opts[i].max_workers for i in rows.tolist()), np.int64, rows.size))
+        wb, ws, _ = option_grid(window)
+        cand[wide] = np.clip(wb + choice[wide] * ws, sub.min_workers,
+                             np.fromiter((o.max_workers for o in window), np.int64, len(window)))
+        value = _true_value(opts, table, el, cand, server_gpus)
+        if value > best_value:
+            best, best_value = cand, value
+    return best, best_value
+
+
+def _thinned_report(res: SolveResult, value: float, opts: list[JobOptions], table: ValueTable, elastic: np.ndarray,
+                    capacity: int, server_gpus: int, settings: Settings) -> StepReport:
+    """The allocation's report when rows were thinned: the objective ``value`` (of the refined choice) with a
+    proven upper bound over the full table (:func:`~lyra_solver.values.lp_bound`: thinned rows by their
+    throughput's concave pieces, the other rows by their LP hulls) and the gap to it. ``optimal`` only when
+    the objective meets that bound (to :func:`relative_gap`'s 1e-9), as for any solver."""
+    wide = [i for i in elastic.tolist() if opts[i].step > 1]
+    narrow = [i for i in elastic.tolist() if opts[i].step == 1]
+    base, step, _ = option_grid([opts[i] for i in wide])
+    current = np.full(len(wide), np.nan)
+    for r, i in enumerate(wide):
+        o = opts[i]
+        if o.current_workers > 0 and o.restart_penalty > 0 and o.min_workers <= o.current_workers <= o.max_workers:
+            current[r] = table.values[i, (o.current_workers - int(base[r])) // int(step[r])]  # on the grid
+    exact = (table.weights[narrow], table.values[narrow]) if narrow else None
+    bound, _ = lp_bound([opts[i]._replace(step=1) for i in wide], capacity, server_gpus=server_gpus,
+                        t_min=table.times[wide, 0], exact_rows=exact, current=current,
+                        deadline=None if settings.deterministic else settings.deadline)
+    method = f"mckp-{res.method}-thinned"
+    bound = max(bound, value)
+    gap = relative_gap(value, bound)
+    return StepReport(method, "optimal" if gap == 0.0 else "feasible", value, bound, gap)
 
 
 #: Largest value table (elastic jobs x widest option list, after options heavier than the capacity are cut)
@@ -560,8 +673,9 @@ def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
             step = -(-(width - 1) // (cap - 2))  # (cap - 2) steps span the row, plus room for the anchor
             o = o._replace(step=step)
         out.append(o)
-    log.warning("value table thinned: %d elastic jobs x up to %d options > %d cells; the allocation is optimal "
-                "over the thinned options only", elastic, int(widths.max()), MAX_TABLE_CELLS)
+    log.warning("value table thinned: %d elastic jobs x up to %d options > %d cells; the allocation is chosen "
+                "among the thinned options, its bound is over every option", elastic, int(widths.max()),
+                MAX_TABLE_CELLS)
     return out, True
 
 
@@ -773,7 +887,7 @@ def _times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:
     snap_jobs = cl.snap.jobs
     make = JobOptions._make
     opts = [make((job.throughput, job.min_workers, job.min_workers, job.remaining_work, job.gpus_per_worker, 0,
-                  0.0, 1)) for job in map(snap_jobs.__getitem__, jobs)]
+                  0.0, 1, 0)) for job in map(snap_jobs.__getitem__, jobs)]
     t = value_table(opts, server_gpus=cl.server_gpus).times[:, 0]
     return dict(zip(jobs, t.tolist(), strict=True))
 

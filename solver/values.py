@@ -17,6 +17,7 @@ snapshots in one pass (one launch on a GPU).
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -39,6 +40,7 @@ class JobOptions(NamedTuple):
     current_workers: int = 0  # 0: not running
     restart_penalty: float = 0.0
     step: int = 1  # > 1: a thinned grid of options (see :func:`option_grid`)
+    anchor: int = 0  # > 0: a count the thinned grid must hold (else the current count, else min)
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,17 +231,19 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int) -> ValueTab
 def option_grid(jobs: list[JobOptions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Worker counts of each job's options: ``clip(base + k * step, min, max)`` for ``k < sizes``.
 
-    ``step`` 1 (the default) is every count ``min..max``. A larger step keeps ``min``, ``max``, the current
-    count of a running job and every ``step``-th count in line with it (the pipeline thins very wide rows so
-    that the table stays within its documented size). Returns ``(base, step, sizes)``.
+    ``step`` 1 (the default) is every count ``min..max``. A larger step keeps ``min``, ``max``, the ``anchor``
+    (when set and in range; else the current count of a running job) and every ``step``-th count in line with
+    it (the pipeline thins very wide rows so that the table stays within its documented size). Returns
+    ``(base, step, sizes)``.
     """
     n = len(jobs)
     mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
     maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
     step = np.fromiter((max(1, j.step) for j in jobs), np.int64, n)
     cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
-    anchor = np.where((cur >= mins) & (cur <= maxs), cur, mins)
-    base = mins - (anchor - mins) % step
+    pin = np.fromiter((j.anchor for j in jobs), np.int64, n)
+    anchor = np.where((pin >= mins) & (pin <= maxs), pin, np.where((cur >= mins) & (cur <= maxs), cur, mins))
+    base = mins - (mins - anchor) % step  # the largest count <= min in line with the anchor
     sizes = -((base - maxs) // step) + 1  # ceil((max - base) / step) + 1
     return base, step, sizes
 
@@ -266,3 +270,235 @@ def value_table_scalar(jobs: list[JobOptions], *, server_gpus: int = 8) -> list[
             row.append((j.gpus_per_worker * (w - j.min_workers), v))
         out.append(row)
     return out
+
+
+# ------------------------------------------------------------------------------------- LP bound of a full table
+#: Pieces (see :func:`_row_pieces`) beyond which a profile job's measured points (at most 64 per job) are read as
+#: one coarse piece each (their largest rate at their smallest worker count: a valid, looser bound), so that the
+#: bound's memory stays O(:data:`MAX_BOUND_PIECES`) whatever the number of jobs.
+MAX_BOUND_PIECES = 1 << 21
+
+
+@dataclass(frozen=True, eq=False)
+class _Pieces:
+    """A job's options ``w`` in ``[lo, hi]`` (real numbers), each piece with a rate concave-friendly in ``w``.
+
+    ``power`` pieces have ``rate = a * w ** b`` (``0 < b <= 1``); linear pieces ``rate = a + b * w`` (positive on
+    the piece). On either, ``-work / rate(w)`` is concave in ``w``, so ``-T(w) - lam * g * w`` has its real
+    maximum at the clipped stationary point. ``row`` indexes the job; pieces are grouped by row, in order.
+    """
+
+    row: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    power: np.ndarray  # bool
+
+
+def _row_pieces(jobs: Sequence[JobOptions], server_gpus: int) -> _Pieces:
+    """Concave pieces covering every option ``min..max_workers`` of each job (O(J + pieces) Python work)."""
+    row: list[int] = []
+    lo: list[float] = []
+    hi: list[float] = []
+    a: list[float] = []
+    b: list[float] = []
+    power: list[bool] = []
+
+    def add(i: int, l_: float, h: float, a_: float, b_: float, p: bool = False) -> None:
+        row.append(i)
+        lo.append(l_)
+        hi.append(h)
+        a.append(a_)
+        b.append(b_)
+        power.append(p)
+
+    profile_points = sum(min(j.max_workers, 64) - j.min_workers + 1 for j in jobs
+                         if isinstance(j.throughput, ProfileThroughput))
+    coarse = profile_points > MAX_BOUND_PIECES
+    for i, j in enumerate(jobs):
+        mn, mx, tp = j.min_workers, j.max_workers, j.throughput
+        if isinstance(tp, PowerThroughput):
+            add(i, mn, mx, tp.rate_per_worker, tp.exponent, True)
+        elif isinstance(tp, TableThroughput):
+            xs, ys = tp.workers, tp.rate
+            if mn < xs[0]:  # np.interp holds the end values beyond the measured range
+                add(i, mn, min(mx, xs[0]), ys[0], 0.0)
+            for k in range(len(xs) - 1):
+                l_, h = max(mn, xs[k]), min(mx, xs[k + 1])
+                if l_ <= h:
+                    slope = (ys[k + 1] - ys[k]) / (xs[k + 1] - xs[k])
+                    add(i, l_, h, ys[k] - slope * xs[k], slope)
+            if mx > xs[-1]:
+                add(i, max(mn, xs[-1]), mx, ys[-1], 0.0)
+        elif isinstance(tp, ProfileThroughput):
+            per = _profiles()[tp.model]
+            p_max, k_max = per.shape
+            ps = max(1, server_gpus // j.gpus_per_worker)
+            top = min(mx, p_max)
+            if mn <= top:  # measured points: one piece each (or one coarse piece)
+                w = np.arange(mn, top + 1, dtype=np.int64)
+                r = per[w - 1, np.clip(-(-w // ps), 1, k_max) - 1] * w
+                if coarse:
+                    add(i, mn, top, float(r.max()), 0.0)
+                else:
+                    for ww, rr in zip(w.tolist(), r.tolist(), strict=True):
+                        add(i, ww, ww, rr, 0.0)
+            start = max(mn, p_max + 1)
+            while start <= mx:  # beyond the measured replicas: rate = per[p_max - 1, k - 1] * w, k constant
+                k = -(-start // ps)
+                end = mx if k >= k_max else min(mx, k * ps)
+                add(i, start, end, 0.0, float(per[p_max - 1, min(k, k_max) - 1]))
+                start = end + 1
+        else:
+            raise TypeError(f"unknown throughput kind {type(tp).__name__}")
+    return _Pieces(np.asarray(row, np.int64), np.asarray(lo, np.float64), np.asarray(hi, np.float64),
+                   np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(power, bool))
+
+
+def _pieces_max(pc: _Pieces, lam: float, work: np.ndarray, gpw: np.ndarray, mins: np.ndarray,
+                starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per job: the real maximum over its pieces of ``-T(w) - lam * g * (w - min)`` and a maximiser's weight."""
+    wk, g, mn = work[pc.row], gpw[pc.row].astype(np.float64), mins[pc.row].astype(np.float64)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if lam > 0:
+            lin = np.where(pc.b > 0, (np.sqrt(wk * pc.b / (lam * g)) - pc.a) / pc.b, pc.lo)
+            pw = (wk * pc.b / (pc.a * lam * g)) ** (1.0 / (pc.b + 1.0))
+            ws = np.where(pc.power, pw, lin)
+        else:
+            ws = np.where(pc.power | (pc.b > 0), pc.hi, pc.lo)
+        ws = np.clip(np.nan_to_num(ws, nan=0.0, posinf=np.inf), pc.lo, pc.hi)
+        rate = np.where(pc.power, pc.a * ws ** pc.b, pc.a + pc.b * ws)
+        free = -(wk / rate) - lam * g * (ws - mn)
+    capped = -TIME_CAP - lam * g * (pc.lo - mn)  # T = min(work / rate, TIME_CAP): the capped branch, best at lo
+    use_cap = capped > free
+    val = np.where(use_cap, capped, free)
+    weight = g * (np.where(use_cap, pc.lo, ws) - mn)
+    best = np.maximum.reduceat(val, starts)
+    win = val >= best[pc.row]
+    best_w = np.maximum.reduceat(np.where(win, weight, -1.0), starts)
+    return best, best_w
+
+
+def lp_bound(jobs: Sequence[JobOptions], capacity: int, *, server_gpus: int = 8, t_min: np.ndarray,
+             exact_rows: tuple[np.ndarray, np.ndarray] | None = None, current: np.ndarray | None = None,
+             deadline: float | None = None, max_rounds: int = 200) -> tuple[float, float]:
+    """A proven upper bound on the MCKP over EVERY option ``min..max_workers`` of ``jobs``: the Lagrangian dual.
+
+    For any ``lam >= 0``, ``UB(lam) = lam * capacity + sum_j max_w (V_j(w) - lam * weight_j(w))`` bounds the
+    optimum (weak duality), and its minimum over ``lam`` is the LP relaxation's bound over the real options
+    ``w`` in ``[min, max]`` (at least the integer LP bound). Each job's inner maximum is taken over concave
+    pieces of its throughput (power law; the segments of a measured table; a profile's measured points and the
+    segments beyond them, see :func:`_row_pieces`) at the clipped stationary point, so a job of ``2**31`` options
+    costs one piece, not ``2**31`` evaluations. ``lam`` is searched by bisection on the slope of ``UB``.
+
+    Parameters
+    ----------
+    jobs : sequence of JobOptions
+        The full option ranges (no thinning); ``restart_penalty`` applies to every option but
+        ``current_workers``.
+    capacity : int
+    server_gpus : int
+    t_min : array
+        ``T_j(min_j)`` as the value table computed it (so the bound and the table's values agree to the ulp).
+    exact_rows : (weights, values) padded arrays, optional
+        Further classes given by their items (rows of an unthinned table: ``-inf`` marks padding); their part of
+        ``UB`` comes from their LP hulls, by prefix sums over the increments sorted by slope.
+    current : array, optional
+        ``V_j(current_j)`` for the jobs whose current count escapes the penalty (``nan`` for the others).
+    deadline : float, optional
+        ``time.perf_counter()`` after which no further ``lam`` is tried (every ``UB(lam)`` is a valid bound).
+    max_rounds : int
+        Largest number of ``lam`` tried (the same count gives the same bound: deterministic).
+
+    Returns
+    -------
+    (bound, slack) : (float, float)
+        The smallest ``UB(lam)`` found plus ``slack``, a margin for float rounding in the evaluation.
+
+    Notes
+    -----
+    Running time O(R (P + log H)) for R rounds, P pieces and H hull increments; memory O(P + H).
+
+    References
+    ----------
+    Sinha, P., Zoltners, A. A. (1979). The multiple-choice knapsack problem. Operations Research 27(3)
+    (the LP relaxation by slopes). Fisher, M. L. (1981). The Lagrangian relaxation method for solving integer
+    programming problems. Management Science 27(1).
+    """
+    import time
+
+    n = len(jobs)
+    pc = _row_pieces(jobs, server_gpus)
+    work = np.fromiter((j.remaining_work for j in jobs), np.float64, n)
+    gpw = np.fromiter((j.gpus_per_worker for j in jobs), np.int64, n)
+    mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
+    cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
+    pen = np.fromiter((j.restart_penalty for j in jobs), np.float64, n)
+    pen = np.where(cur > 0, pen, 0.0)
+    starts = np.flatnonzero(np.r_[True, pc.row[1:] != pc.row[:-1]]) if n else np.zeros(0, np.int64)
+    cur_v = np.full(n, np.nan) if current is None else np.asarray(current, np.float64)
+    has_cur = np.isfinite(cur_v)
+    cur_w = (gpw * (cur - mins)).astype(np.float64)
+    base, slopes, cum_v, cum_w = 0.0, np.zeros(0), np.zeros(1), np.zeros(1)
+    if exact_rows is not None and exact_rows[0].shape[0]:
+        base, slopes, cum_v, cum_w = _hull_increments(*exact_rows)
+    cap = float(capacity)
+
+    def ub(lam: float) -> tuple[float, float]:
+        total, used = lam * cap + base, 0.0
+        if n:
+            best, best_w = _pieces_max(pc, lam, work, gpw, mins, starts)
+            v = t_min + best - pen
+            at_cur = np.where(has_cur, cur_v - lam * cur_w, -np.inf)
+            take = at_cur > v
+            total += float(np.where(take, at_cur, v).sum())
+            used += float(np.where(take, cur_w, best_w).sum())
+        k = int(np.searchsorted(-slopes, -lam, side="left"))  # increments of slope > lam
+        total += float(cum_v[k]) - lam * float(cum_w[k])
+        used += float(cum_w[k])
+        return total, used
+
+    best_ub, used = ub(0.0)
+    rounds = 1
+    if used > cap:  # the capacity binds: UB decreases from lam = 0; find lam_hi where it no longer does
+        lo, hi = 0.0, 1.0
+        while rounds < max_rounds:
+            val, used = ub(hi)
+            rounds += 1
+            best_ub = min(best_ub, val)
+            if used <= cap or hi > 1e300:
+                break
+            lo, hi = hi, hi * 16.0
+        while rounds < max_rounds and hi - lo > 1e-12 * hi and (deadline is None or time.perf_counter() < deadline):
+            mid = 0.5 * (lo + hi) if lo == 0.0 or hi / lo < 4.0 else math.sqrt(lo * hi)
+            val, used = ub(mid)
+            rounds += 1
+            best_ub = min(best_ub, val)
+            if used > cap:
+                lo = mid
+            else:
+                hi = mid
+    scale = float(np.abs(t_min).sum() + pen.sum()) + abs(best_ub)
+    if exact_rows is not None and exact_rows[1].size:
+        scale += float(np.abs(np.where(np.isfinite(exact_rows[1]), exact_rows[1], 0.0)).sum())
+    slack = 1e-12 * scale
+    return best_ub + slack, slack
+
+
+def _hull_increments(weights: np.ndarray, values: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """``(sum of lightest values, slopes descending, prefix sums of value and weight increments)`` of the LP hulls."""
+    from lyra_solver.formulations.mckp import MCKPProblem
+    from lyra_solver.formulations.mckp._lp import undominated, upper_hull
+
+    valid = np.isfinite(values)  # a prefix of each row (the value table's padding is -inf)
+    problem = MCKPProblem.from_padded(weights, np.where(valid, values, 0.0), valid.sum(axis=1), 0)
+    hull = upper_hull(undominated(problem))
+    base = float(hull.values[:, 0].sum())
+    h = hull.weights.shape[1]
+    inside = np.arange(1, h)[None, :] < hull.counts[:, None]
+    dw = np.diff(hull.weights, axis=1)[inside].astype(np.float64)
+    dv = np.diff(hull.values, axis=1)[inside]
+    slopes = dv / dw
+    order = np.argsort(-slopes, kind="stable")
+    return (base, slopes[order], np.r_[0.0, np.cumsum(dv[order])], np.r_[0.0, np.cumsum(dw[order])])

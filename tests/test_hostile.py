@@ -358,7 +358,10 @@ def test_a_server_of_2_31_gpus_with_a_job_of_1_to_2_31_workers():
            "jobs": [{"id": "a", **_power(1, big)}, {"id": "b", **_power(2, 9, placement={"s": 5})}]}
     dec, peak = _decide_checked(doc, time_limit=1.0)
     assert dec["summary"]["methods"]["allocation"].endswith("-thinned")
-    assert dec["summary"]["statuses"]["allocation"] == "feasible"  # optimal over the thinned options only
+    # chosen among the thinned options, with a proven bound over every option (the LP bound) and its gap
+    summary = dec["summary"]
+    assert summary["bound"] is not None and 0.0 <= summary["optimality_gap"] <= 1e-6
+    assert (summary["statuses"]["allocation"] == "optimal") == (summary["optimality_gap"] == 0.0)
     a, b = dec["jobs"]["a"]["workers"], dec["jobs"]["b"]["workers"]
     assert a + b <= big and a > big * 0.999  # within one grid step (about 4,300 workers) of the best
     assert peak < 400, peak
@@ -380,6 +383,11 @@ def test_a_thinned_table_gives_a_feasible_decision_within_the_full_bound(seed, c
     # what the thinned round achieves is a choice of the full MCKP: never above the full optimum's bound
     bound = full["summary"].get("bound")
     assert bound is None or thin["summary"]["jct_reduction"] <= bound + 1e-6 * max(1.0, abs(bound))
+    if thin["summary"]["methods"]["allocation"].endswith("-thinned"):
+        # and the thinned round's own bound (LP over every option) is at least the full table's optimum
+        assert thin["summary"]["bound"] is not None and thin["summary"]["optimality_gap"] is not None
+        if full["summary"]["statuses"]["allocation"] == "optimal":
+            assert thin["summary"]["bound"] >= bound - 1e-9 * max(1.0, abs(bound))
 
 
 @settings(max_examples=25, deadline=None)

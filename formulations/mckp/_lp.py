@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from lyra_solver.formulations.mckp._types import MCKPProblem
 
-__all__ = ["Hull", "LPRelaxation", "Undominated", "fit_prefix", "lp_relaxation", "undominated", "upper_hull"]
+__all__ = ["FlatHulls", "Hull", "LPRelaxation", "Undominated", "fit_prefix", "flat_hulls", "lp_flat", "lp_relaxation",
+           "undominated", "upper_hull"]
 
 _BIG = np.iinfo(np.int64).max
 
@@ -118,6 +119,53 @@ class LPRelaxation:
     max_increment: float
     up_slope: np.ndarray
     down_slope: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class FlatHulls:
+    """The upper hulls of every class in flat arrays (the exact core's layout: no ``n x m`` table).
+
+    Attributes
+    ----------
+    start : (n + 1,) int64
+        Class ``i``'s vertices are entries ``start[i]:start[i + 1]`` (at least one).
+    items : (H,) int64
+        Raw item index (into the problem's lists) of every vertex.
+    weights, values : (H,) arrays
+        The vertices' weights and values: strictly increasing within a class, slopes strictly decreasing.
+    sorted_rows : (n,) bool
+        Whether the class's raw weights strictly increase with the item index (value tables).
+    """
+
+    start: np.ndarray
+    items: np.ndarray
+    weights: np.ndarray
+    values: np.ndarray
+    sorted_rows: np.ndarray
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Vertices per class."""
+        return np.diff(self.start)
+
+
+def flat_hulls(red: Undominated, hull: Hull, problem: MCKPProblem) -> FlatHulls:
+    """The padded hulls of :func:`upper_hull` in the flat layout of :class:`FlatHulls` (vertex items mapped to
+    raw item indices). Running time :math:`O(n h + n m)`."""
+    n = hull.counts.shape[0]
+    h = hull.pos.shape[1] if n else 0
+    mask = np.arange(h)[None, :] < hull.counts[:, None]
+    rows = np.broadcast_to(np.arange(n)[:, None], (n, h))
+    items = red.items[rows[mask], hull.pos[mask]].astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(hull.counts)]).astype(np.int64)
+    m = problem.weights.shape[1]
+    if m > 1:
+        valid = problem.valid_mask()
+        srt = np.all((problem.weights[:, 1:] > problem.weights[:, :-1]) | ~valid[:, 1:], axis=1)
+    else:
+        srt = np.ones(n, dtype=bool)
+    return FlatHulls(start, items, hull.weights[mask].astype(np.int64), hull.values[mask].astype(np.float64),
+                     srt)
 
 
 def _compact(keep: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -382,6 +430,44 @@ def lp_relaxation(red: Undominated, hull: Hull, capacity: int, levels_fn: Callab
     alpha = gain / float(dw_b)
     return LPRelaxation(True, value + fraction * gain, levels, lp_pos, value, weight, b_cls, alpha, fraction,
                         gain, max_inc, up, down)
+
+
+def lp_flat(hulls: FlatHulls, capacity: int, levels: tuple | None = None, levels_fn: Callable | None = None,
+            hull: Hull | None = None) -> LPRelaxation:
+    """:func:`lp_relaxation` on the flat hulls of the exact core; ``lp_pos`` holds raw item indices.
+
+    The slope scan is the compiled ``levels_fn`` (``lp_levels`` of :mod:`lyra_solver.formulations.mckp._numba`)
+    on the flat arrays or, when ``levels_fn`` is ``None``, the numpy scan on the padded ``hull`` (the same
+    arrays); the rest is shared, so both give the same relaxation. Expected running time :math:`O(N)`.
+    """
+    n = hulls.start.shape[0] - 1
+    first = hulls.start[:-1]
+    base_w = int(hulls.weights[first].sum()) if n else 0
+    empty_i = np.zeros(n, dtype=np.int64)
+    if base_w > capacity:
+        return LPRelaxation(False, -np.inf, empty_i, empty_i, -np.inf, base_w, -1, 0.0, 0.0, 0.0, 0.0,
+                            np.full(n, -np.inf), np.full(n, np.inf))
+    room = capacity - base_w
+    if levels_fn is None:
+        if hull is None:
+            raise ValueError("hull: the numpy slope scan needs the padded hulls")
+        lv, up, down, b_cls, b_step, used, max_inc = _lp_levels_numpy(hull, room)
+    else:
+        lv, up, down, b_cls, b_step, used, max_inc = levels_fn(hulls.weights, hulls.values, hulls.start, room)
+        b_cls, b_step, used, max_inc = int(b_cls), int(b_step), int(used), float(max_inc)
+    at = first + lv
+    lp_pos = hulls.items[at]
+    weight = int(hulls.weights[at].sum()) if n else 0
+    value = float(hulls.values[at].sum()) if n else 0.0
+    if b_cls < 0:
+        return LPRelaxation(True, value, lv, lp_pos, value, weight, -1, 0.0, 0.0, 0.0, max_inc, up, down)
+    s = int(hulls.start[b_cls]) + b_step
+    dw_b = int(hulls.weights[s + 1] - hulls.weights[s])
+    gain = float(hulls.values[s + 1] - hulls.values[s])
+    fraction = (room - used) / float(dw_b)
+    alpha = gain / float(dw_b)
+    return LPRelaxation(True, value + fraction * gain, lv, lp_pos, value, weight, b_cls, alpha, fraction, gain,
+                        max_inc, up, down)
 
 
 def _lp_levels_numpy(hull: Hull, room: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int, float]:

@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["get_kernels", "get_phase_kernels", "get_prepare", "numba_available"]
 
-_KERNELS: tuple[Callable, Callable] | None = None
+_KERNELS: tuple[Callable, Callable, Callable] | None = None
 _TRIED = False
 
 
@@ -41,7 +41,7 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def _make_kernels() -> tuple[Callable, Callable]:
+def _make_kernels() -> tuple[Callable, Callable, Callable]:
     import numba
 
     @numba.njit(cache=True, nogil=True)
@@ -160,11 +160,63 @@ def _make_kernels() -> tuple[Callable, Callable]:
                 cnt += 1
         return oW[:cnt].copy(), oV[:cnt].copy(), oP[:cnt].copy(), oI[:cnt].copy(), best_v, best_p, best_j
 
-    return count, step
+    @numba.njit(cache=True, nogil=True)
+    def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # pragma: no cover - compiled
+        """Twin of ``core.scan_numpy``: the largest state bound, whether a feasible / an overfull state can still
+        gain by an upgrade / a downgrade, and the largest Lagrangian value of a state."""
+        S = W.shape[0]
+        has_tail = xu.shape[0] > 0
+        nu = xu.shape[0]
+        pu = nu - 1
+        pd = 0
+        ub_max = -np.inf
+        lag_max = -np.inf
+        need_up = False
+        need_dn = False
+        for h in range(S):
+            v = V[h]
+            r = float(cap - W[h])
+            if r >= 0.0:
+                ub = v + lam_up * r
+                if ub > thr:
+                    need_up = True
+            else:
+                ub = v + lam_dn * r
+                if ub > thr:
+                    need_dn = True
+            b2 = v + alpha * r - r_next
+            lag = v + alpha * r
+            if lag > lag_max:
+                lag_max = lag
+            if b2 < ub:
+                ub = b2
+            if has_tail:
+                if r >= 0.0:
+                    while xu[pu] > r:
+                        pu -= 1
+                    if pu == nu - 1:
+                        b3 = v + yu[nu - 1]
+                    else:
+                        b3 = v + (yu[pu] + (r - xu[pu]) * (yu[pu + 1] - yu[pu]) / (xu[pu + 1] - xu[pu]))
+                else:
+                    e = -r
+                    if e > xd[xd.shape[0] - 1]:
+                        b3 = -np.inf
+                    else:
+                        while xd[pd + 1] < e:
+                            pd += 1
+                        b3 = v - (yd[pd] + (e - xd[pd]) * (yd[pd + 1] - yd[pd]) / (xd[pd + 1] - xd[pd]))
+                if b3 < ub:
+                    ub = b3
+            if ub > ub_max:
+                ub_max = ub
+        return ub_max, need_up, need_dn, lag_max
+
+    return count, step, scan
 
 
-def get_kernels() -> tuple[Callable, Callable] | None:
-    """The compiled ``(count, step)`` kernels (loaded from numba's disk cache or compiled once per process), or
+def get_kernels() -> tuple[Callable, Callable, Callable] | None:
+    """The compiled ``(count, step, scan)`` kernels (loaded from numba's disk cache or compiled once per process), or
     ``None`` when :func:`numba_available` is false."""
     global _KERNELS, _TRIED
     if _TRIED:
@@ -179,50 +231,71 @@ def get_kernels() -> tuple[Callable, Callable] | None:
     return _KERNELS
 
 
-_PREP: Callable | None = None
+_PREP: tuple[Callable, Callable, Callable] | None = None
 _PREP_TRIED = False
 
 
-def _make_prepare() -> Callable:
+def _make_prepare() -> tuple[Callable, Callable, Callable]:
     import numba
 
-    @numba.njit(cache=True, nogil=True)
-    def _class_hull(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
-        """Undominated items (into ``cw, cv, ci``) and hull positions (into ``hp``) of class ``i``; returns
-        their counts."""
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
+        """Undominated items of class ``i`` (into ``cw, cv, ci``: sorted by weight, strictly increasing weights
+        and values) and their upper hull (positions into ``hp``); returns ``(undominated, vertices, sorted)``,
+        ``sorted`` when the class's raw weights strictly increase."""
         inc = True
         for j in range(1, k):
             if weights[i, j] <= weights[i, j - 1]:
                 inc = False
                 break
-        for j in range(k):
-            order[j] = j
-        if not inc:
-            # insertion sort by (weight asc, value desc, index asc): the lexsort of the numpy path
-            for a in range(1, k):
-                x = order[a]
-                b = a - 1
-                while b >= 0:
-                    y = order[b]
-                    if weights[i, y] > weights[i, x] or (weights[i, y] == weights[i, x]
-                                                        and (values[i, y] < values[i, x]
-                                                             or (values[i, y] == values[i, x] and y > x))):
-                        order[b + 1] = y
-                        b -= 1
-                    else:
-                        break
-                order[b + 1] = x
         c = 0
-        best = -np.inf
-        for a in range(k):
-            x = order[a]
-            if a == 0 or values[i, x] > best:
-                cw[c] = weights[i, x]
-                cv[c] = values[i, x]
-                ci[c] = x
-                c += 1
-            if values[i, x] > best:
-                best = values[i, x]
+        if inc:
+            best = values[i, 0]
+            cw[0] = weights[i, 0]
+            cv[0] = best
+            ci[0] = 0
+            c = 1
+            for j in range(1, k):
+                v = values[i, j]
+                if v > best:
+                    best = v
+                    cw[c] = weights[i, j]
+                    cv[c] = v
+                    ci[c] = j
+                    c += 1
+        else:
+            if k <= 16:
+                # insertion sort by (weight asc, value desc, index asc): the lexsort of the numpy path
+                for j in range(k):
+                    order[j] = j
+                for a in range(1, k):
+                    x = order[a]
+                    b = a - 1
+                    while b >= 0:
+                        y = order[b]
+                        if weights[i, y] > weights[i, x] or (weights[i, y] == weights[i, x]
+                                                            and (values[i, y] < values[i, x]
+                                                                 or (values[i, y] == values[i, x] and y > x))):
+                            order[b + 1] = y
+                            b -= 1
+                        else:
+                            break
+                    order[b + 1] = x
+            else:
+                o1 = np.argsort(-values[i, :k], kind="mergesort")
+                o2 = np.argsort(weights[i, :k][o1], kind="mergesort")
+                for j in range(k):
+                    order[j] = o1[o2[j]]
+            best = -np.inf
+            for a in range(k):
+                x = order[a]
+                if a == 0 or values[i, x] > best:
+                    cw[c] = weights[i, x]
+                    cv[c] = values[i, x]
+                    ci[c] = x
+                    c += 1
+                if values[i, x] > best:
+                    best = values[i, x]
         # upper hull: monotone chain, popping a vertex on or below the segment
         top = 1
         hp[0] = 0
@@ -242,53 +315,154 @@ def _make_prepare() -> Callable:
                     break
             hp[top] = j
             top += 1
-        return c, top
+        return c, top, inc
+
+    @numba.njit(cache=True, nogil=True, inline="always")
+    def _sorted_hull(weights, values, i, k, sw, sv, si):  # pragma: no cover - compiled
+        """Upper hull of class ``i`` in one sweep when its raw weights strictly increase (into the stack ``sw,
+        sv, si``): dominated items are skipped on the fly, the chain pops as ``_class_reduce`` does. Returns
+        the vertex count, or ``-1`` at the first weight that does not increase (the caller sorts instead)."""
+        best = values[i, 0]
+        sw[0] = float(weights[i, 0])
+        sv[0] = best
+        si[0] = 0
+        top = 1
+        prev = weights[i, 0]
+        for j in range(1, k):
+            wi = weights[i, j]
+            if wi <= prev:
+                return -1
+            prev = wi
+            vj = values[i, j]
+            if not (vj > best):
+                continue
+            best = vj
+            wj = float(wi)
+            while top >= 2:
+                wa = sw[top - 2]
+                va = sv[top - 2]
+                wb = sw[top - 1]
+                vb = sv[top - 1]
+                if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
+                    top -= 1
+                else:
+                    break
+            sw[top] = wj
+            sv[top] = vj
+            si[top] = j
+            top += 1
+        return top
 
     @numba.njit(cache=True, nogil=True)
-    def reduce_classes(weights, values, sizes):  # pragma: no cover - compiled
-        """Undominated items and upper hull of every class, as ``_lp.undominated`` and ``_lp.upper_hull``.
+    def prepare_hulls(weights, values, sizes):  # pragma: no cover - compiled
+        """Upper hulls of every class in flat arrays (twin of ``core._hulls_numpy``): ``start`` (``n + 1``
+        offsets), vertex ``items`` (raw item indices), ``weights``, ``values``; per class whether its raw
+        weights strictly increase; the largest ``|value|`` and whether every value is integral.
 
-        Two passes over the classes (counts, then the outputs at their exact widths), so no padded
-        intermediate array is allocated or copied."""
+        One pass over the classes; the undominated items are kept only in per-class scratch buffers, so the
+        memory written is that of the hulls (a few vertices per class), not of an ``n x m`` table."""
         n, m = weights.shape
-        order = np.empty(max(m, 1), dtype=np.int64)
-        cw = np.empty(max(m, 1), dtype=np.int64)
-        cv = np.empty(max(m, 1), dtype=np.float64)
-        ci = np.empty(max(m, 1), dtype=np.int64)
-        chp = np.empty(max(m, 1), dtype=np.int64)
-        cnt = np.zeros(n, dtype=np.int64)
-        hc = np.zeros(n, dtype=np.int64)
-        u = 0
-        h = 0
+        mm = max(m, 1)
+        order = np.empty(mm, dtype=np.int64)
+        cw = np.empty(mm, dtype=np.int64)
+        cv = np.empty(mm, dtype=np.float64)
+        ci = np.empty(mm, dtype=np.int64)
+        chp = np.empty(mm, dtype=np.int64)
+        total = 0
         for i in range(n):
-            c, top = _class_hull(weights, values, i, sizes[i], order, cw, cv, ci, chp)
-            cnt[i] = c
-            hc[i] = top
-            u = max(u, c)
-            h = max(h, top)
-        uw = np.zeros((n, u), dtype=np.int64)
-        uv = np.zeros((n, u), dtype=np.float64)
-        ui = np.zeros((n, u), dtype=np.int64)
-        hp = np.zeros((n, h), dtype=np.int64)
-        hw = np.zeros((n, h), dtype=np.int64)
-        hv = np.zeros((n, h), dtype=np.float64)
+            total += sizes[i]
+        start = np.empty(n + 1, dtype=np.int64)
+        hi = np.empty(max(total, 1), dtype=np.int64)
+        hw = np.empty(max(total, 1), dtype=np.int64)
+        hv = np.empty(max(total, 1), dtype=np.float64)
+        srt = np.empty(n, dtype=np.bool_)
+        sw = np.empty(mm, dtype=np.float64)
+        sv = np.empty(mm, dtype=np.float64)
+        si = np.empty(mm, dtype=np.int64)
+        vmax = 0.0
+        integral = True
+        t = 0
         for i in range(n):
-            c, top = _class_hull(weights, values, i, sizes[i], order, cw, cv, ci, chp)
-            for j in range(c):
-                uw[i, j] = cw[j]
-                uv[i, j] = cv[j]
-                ui[i, j] = ci[j]
-            for j in range(top):
-                hp[i, j] = chp[j]
-                hw[i, j] = cw[chp[j]]
-                hv[i, j] = cv[chp[j]]
-        return uw, uv, ui, cnt, hp, hc, hw, hv
+            k = sizes[i]
+            for j in range(k):
+                v = values[i, j]
+                a = v if v >= 0.0 else -v
+                if a > vmax:
+                    vmax = a
+                if integral and v != np.floor(v):
+                    integral = False
+            start[i] = t
+            top = _sorted_hull(weights, values, i, k, sw, sv, si)
+            srt[i] = top >= 0
+            if top >= 0:
+                for j in range(top):
+                    q = si[j]
+                    hi[t] = q
+                    hw[t] = weights[i, q]
+                    hv[t] = sv[j]
+                    t += 1
+            else:
+                c, top, inc = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
+                for j in range(top):
+                    q = chp[j]
+                    hi[t] = ci[q]
+                    hw[t] = cw[q]
+                    hv[t] = cv[q]
+                    t += 1
+        start[n] = t
+        return start, hi[:t].copy(), hw[:t].copy(), hv[:t].copy(), srt, vmax, integral
 
-    return reduce_classes
+    @numba.njit(cache=True, nogil=True)
+    def class_items(weights, values, i, k):  # pragma: no cover - compiled
+        """Undominated items of class ``i`` (twin of ``core._class_items_numpy``): weights, values and raw
+        indices, sorted by weight."""
+        mm = max(k, 1)
+        order = np.empty(mm, dtype=np.int64)
+        cw = np.empty(mm, dtype=np.int64)
+        cv = np.empty(mm, dtype=np.float64)
+        ci = np.empty(mm, dtype=np.int64)
+        chp = np.empty(mm, dtype=np.int64)
+        c, _, _ = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
+        return cw[:c].copy(), cv[:c].copy(), ci[:c].copy()
+
+    @numba.njit(cache=True, nogil=True)
+    def select_items(weights, values, i, k, bw, bv, alpha, lag_ub, thr):  # pragma: no cover - compiled
+        """Twin of ``core.select_numpy``: the entering class's undominated items whose Lagrangian loss leaves a
+        state above ``thr`` (the LP item alone when none), as raw indices and weights / values relative to the
+        LP item ``(bw, bv)``."""
+        mm = max(k, 1)
+        order = np.empty(mm, dtype=np.int64)
+        cw = np.empty(mm, dtype=np.int64)
+        cv = np.empty(mm, dtype=np.float64)
+        ci = np.empty(mm, dtype=np.int64)
+        chp = np.empty(mm, dtype=np.int64)
+        c, _, _ = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
+        lp_at = np.searchsorted(cw[:c], bw)
+        lag_lp = cv[lp_at] - alpha * float(cw[lp_at])
+        n_sel = 0
+        for j in range(c):
+            if lag_ub - (lag_lp - (cv[j] - alpha * float(cw[j]))) > thr:
+                chp[n_sel] = j
+                n_sel += 1
+        if n_sel == 0:
+            chp[0] = lp_at
+            n_sel = 1
+        cand = np.empty(n_sel, dtype=np.int64)
+        dw = np.empty(n_sel, dtype=np.int64)
+        dv = np.empty(n_sel, dtype=np.float64)
+        for t in range(n_sel):
+            j = chp[t]
+            cand[t] = ci[j]
+            dw[t] = cw[j] - bw
+            dv[t] = cv[j] - bv
+        return cand, dw, dv
+
+    return prepare_hulls, class_items, select_items
 
 
-def get_prepare() -> Callable | None:
-    """The compiled per-class reduction (undominated items and upper hulls in one pass), or ``None`` when
+def get_prepare() -> tuple[Callable, Callable, Callable] | None:
+    """The compiled ``(prepare_hulls, class_items, select_items)`` kernels (hulls of every class in one pass; the
+    undominated items of one entering class; its items kept for a core step), or ``None`` when
     :func:`numba_available` is false."""
     global _PREP, _PREP_TRIED
     if _PREP_TRIED:
@@ -313,15 +487,82 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
     @numba.njit(cache=True, nogil=True)
     def fit_prefix(key, weight, room):  # pragma: no cover - compiled
         """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that
-        fits ``room``; weighted selection around median-of-three pivots, the last few candidates sorted."""
+        fits ``room``. Weighted selection: rounds that bucket the candidates into 1,024 equal ranges of an
+        order-preserving integer image of their keys (the IEEE bits, sign-folded: ranges of binary magnitude, so
+        keys spread over many orders of magnitude still spread) and keep the range where the capacity runs
+        out; median-of-three pivot rounds when a bucket round keeps more than half of them; the last few
+        candidates sorted."""
         N = key.shape[0]
         taken = np.zeros(N, dtype=np.bool_)
         cand = np.arange(N)
         buf = np.empty(N, dtype=np.int64)
+        n_b = 1024
+        wsum = np.empty(n_b, dtype=np.int64)
         lo = 0
         hi = N
         used = 0
+        use_buckets = True
+        bits = key.view(np.int64)
+        mag_mask = np.int64(0x7FFFFFFFFFFFFFFF)
         while hi - lo > 256:
+            if use_buckets:
+                kmin = np.inf
+                kmax = -np.inf
+                finite = True
+                for t in range(lo, hi):
+                    x = cand[t]
+                    if not (key[x] > -np.inf and key[x] < np.inf):
+                        finite = False
+                        break
+                    s = bits[x]
+                    g = float(s & mag_mask) if s >= 0 else -float(s & mag_mask)  # -0.0 and 0.0 alike
+                    if g < kmin:
+                        kmin = g
+                    if g > kmax:
+                        kmax = g
+                scale = 0.0
+                if finite and kmax > kmin:
+                    scale = n_b / (kmax - kmin)
+                if not (scale > 0.0 and scale < np.inf):
+                    use_buckets = False
+                    continue
+                wsum[:] = 0
+                for t in range(lo, hi):
+                    x = cand[t]
+                    s = bits[x]
+                    g = float(s & mag_mask) if s >= 0 else -float(s & mag_mask)
+                    b = int((g - kmin) * scale)
+                    if b >= n_b:
+                        b = n_b - 1
+                    buf[t] = b
+                    wsum[b] += weight[x]
+                acc = 0
+                bb = -1
+                for b in range(n_b - 1, -1, -1):
+                    if used + acc + wsum[b] > room:
+                        bb = b
+                        break
+                    acc += wsum[b]
+                n_old = hi - lo
+                if bb < 0:  # everything fits
+                    for t in range(lo, hi):
+                        taken[cand[t]] = True
+                    used += acc
+                    lo = hi
+                    break
+                p = lo
+                for t in range(lo, hi):
+                    x = cand[t]
+                    if buf[t] > bb:
+                        taken[x] = True
+                    elif buf[t] == bb:
+                        cand[p] = x
+                        p += 1
+                used += acc
+                hi = p
+                use_buckets = 2 * (hi - lo) <= n_old
+                continue
+            use_buckets = True
             a = key[cand[lo]]
             b = key[cand[(lo + hi) // 2]]
             c = key[cand[hi - 1]]
@@ -387,26 +628,26 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
         return taken, brk, used
 
     @numba.njit(cache=True, nogil=True)
-    def lp_levels(hw, hv, hc, room):  # pragma: no cover - compiled
-        """The LP by slopes over the hulls (twin of the numpy part of ``_lp.lp_relaxation``): levels, slopes
-        above / below them, break class and step, weight used and the largest increment."""
-        n = hc.shape[0]
+    def lp_levels(hw, hv, start, room):  # pragma: no cover - compiled
+        """The LP by slopes over the flat hulls (twin of ``_lp._lp_levels_numpy``): levels, slopes above /
+        below them, break class and step, weight used and the largest increment."""
+        n = start.shape[0] - 1
         N = 0
         for i in range(n):
-            N += hc[i] - 1
+            N += start[i + 1] - start[i] - 1
         key = np.empty(N, dtype=np.float64)
         slope = np.empty(N, dtype=np.float64)
         dW = np.empty(N, dtype=np.int64)
         cls = np.empty(N, dtype=np.int64)
-        start = np.empty(n + 1, dtype=np.int64)
+        first = np.empty(n + 1, dtype=np.int64)
         max_inc = -np.inf
         t = 0
         for i in range(n):
-            start[i] = t
+            first[i] = t
             run = np.inf
-            for s in range(hc[i] - 1):
-                dw = hw[i, s + 1] - hw[i, s]
-                dv = hv[i, s + 1] - hv[i, s]
+            for s in range(start[i], start[i + 1] - 1):
+                dw = hw[s + 1] - hw[s]
+                dv = hv[s + 1] - hv[s]
                 sl = dv / float(dw)
                 if sl < run:
                     run = sl
@@ -417,7 +658,7 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
                 if dv > max_inc:
                     max_inc = dv
                 t += 1
-        start[n] = t
+        first[n] = t
         if N == 0:
             max_inc = 0.0
         taken, brk, used = fit_prefix(key, dW, room)
@@ -428,8 +669,8 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
         up = np.full(n, -np.inf)
         down = np.full(n, np.inf)
         for i in range(n):
-            for t in range(start[i], start[i + 1]):
-                if t - start[i] >= levels[i]:
+            for t in range(first[i], first[i + 1]):
+                if t - first[i] >= levels[i]:
                     if slope[t] > up[i]:
                         up[i] = slope[t]
                 elif slope[t] < down[i]:
@@ -438,22 +679,22 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
         b_step = -1
         if brk >= 0:
             b_cls = cls[brk]
-            b_step = brk - start[b_cls]
+            b_step = brk - first[b_cls]
         return levels, up, down, b_cls, b_step, used, max_inc
 
     @numba.njit(cache=True, nogil=True)
-    def regrets(uw, uv, cnt, lp_pos, alpha):  # pragma: no cover - compiled
-        """Regret of every class's LP item over its other items at gradient ``alpha`` (twin of the numpy
-        expression in ``core._prepare``)."""
-        n = cnt.shape[0]
+    def regrets(weights, values, sizes, lp_item, alpha):  # pragma: no cover - compiled
+        """Regret of every class's LP item over its other items at gradient ``alpha`` (twin of
+        ``core._regrets_numpy``)."""
+        n = sizes.shape[0]
         out = np.empty(n, dtype=np.float64)
         for i in range(n):
-            p = lp_pos[i]
-            lag_lp = uv[i, p] - alpha * float(uw[i, p])
+            p = lp_item[i]
+            lag_lp = values[i, p] - alpha * float(weights[i, p])
             mx = -np.inf
-            for j in range(cnt[i]):
+            for j in range(sizes[i]):
                 if j != p:
-                    lg = uv[i, j] - alpha * float(uw[i, j])
+                    lg = values[i, j] - alpha * float(weights[i, j])
                     if lg > mx:
                         mx = lg
             r = lag_lp - mx
@@ -461,9 +702,9 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
         return out
 
     @numba.njit(cache=True, nogil=True)
-    def greedy_fill(uw, uv, cnt, pos0, room, rounds):  # pragma: no cover - compiled
-        """Twin of ``core._greedy_fill_numpy``: positions and free capacity after the greedy fill rounds."""
-        n = cnt.shape[0]
+    def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no cover - compiled
+        """Twin of ``core._greedy_fill_numpy``: raw item positions and free capacity after the fill rounds."""
+        n = sizes.shape[0]
         pos = pos0.copy()
         best_gain = np.empty(n, dtype=np.float64)
         best_pos = np.empty(n, dtype=np.int64)
@@ -473,17 +714,28 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
             n_off = 0
             for i in range(n):
                 p = pos[i]
-                cw = uw[i, p]
-                cv = uv[i, p]
+                cw = weights[i, p]
+                cv = values[i, p]
                 bg = 0.0
                 bp = p
-                j = p + 1
-                while j < cnt[i] and uw[i, j] - cw <= room:
-                    g = uv[i, j] - cv
-                    if g > bg:
-                        bg = g
-                        bp = j
-                    j += 1
+                if srt[i]:
+                    j = p + 1
+                    while j < sizes[i] and weights[i, j] - cw <= room:
+                        g = values[i, j] - cv
+                        if g > bg:
+                            bg = g
+                            bp = j
+                        j += 1
+                else:
+                    for j in range(sizes[i]):
+                        d = weights[i, j] - cw
+                        if d > 0 and d <= room:
+                            g = values[i, j] - cv
+                            if g > bg or (bp != p and g == bg and (weights[i, j] < weights[i, bp]
+                                                                   or (weights[i, j] == weights[i, bp]
+                                                                       and j < bp))):
+                                bg = g
+                                bp = j
                 best_gain[i] = bg
                 best_pos[i] = bp
                 if bp != p:
@@ -497,7 +749,7 @@ def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
             for i in range(n):
                 if best_pos[i] != pos[i]:
                     cls[t] = i
-                    dW[t] = uw[i, best_pos[i]] - uw[i, pos[i]]
+                    dW[t] = weights[i, best_pos[i]] - weights[i, pos[i]]
                     key[t] = best_gain[i] / float(dW[t])
                     t += 1
             taken, _, used = fit_prefix(key, dW, room)

@@ -13,13 +13,11 @@ Mitchell, S., O'Sullivan, M., Dunning, I. (2011). PuLP: a linear programming too
 from __future__ import annotations
 
 import math
-import os
 import re
-import tempfile
 import time
-import warnings
 
 import numpy as np
+from lyra_solver.formulations._cbc import run_cbc
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["parse_cbc_bound", "solve_cbc"]
@@ -59,8 +57,9 @@ def parse_cbc_bound(log: str) -> float | None:
     return None
 
 
-#: CBC starts only when the time left is at least this many times what building the model took (its set-up,
-#: model file written and read, ignores its time limit).
+#: CBC starts only when the time left is at least this many times what building the model took: writing the
+#: model file (PuLP, pure Python, about the building time again) cannot be interrupted, and CBC's reading it
+#: and its root LP come out of the time left (CBC is killed when it runs past the limit).
 CBC_SETUP_FACTOR = 3.0
 
 
@@ -73,8 +72,10 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
         At least one class, and the lightest items fit (:func:`~lyra_solver.formulations.mckp.solve_mckp`
         checks both before dispatch).
     time_limit : float, optional
-        Seconds (CBC ``sec``); when hit, the incumbent comes back ``feasible`` with the bound from the log,
-        or ``no_solution``.
+        Seconds for the whole call, model building included: CBC gets the time left (``sec``, elapsed time)
+        and is killed :data:`~lyra_solver.formulations._cbc.KILL_GRACE` s after the limit
+        (:func:`~lyra_solver.formulations._cbc.run_cbc`). When hit, the incumbent comes back ``feasible`` with
+        the bound from the log, or ``no_solution`` (also when CBC had to be killed).
     threads : int
         CBC threads.
 
@@ -118,27 +119,16 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
         return late
     built = time.perf_counter() - start
     if deadline is not None and deadline - time.perf_counter() < CBC_SETUP_FACTOR * built:
-        # writing the model for CBC and CBC's reading it are outside CBC's own limit and cost a few times the
-        # building: starting it now would overrun the limit by more than the time left
+        # writing the model file costs about the building again and cannot be interrupted; CBC's reading it
+        # and its root LP come next: starting now would overrun the limit or leave CBC no time to search
         return make_result(problem, None, None, proven=False, start=start, method="cbc",
                            backend_status="time limit: too little time left for CBC's set-up")
-    with tempfile.TemporaryDirectory(prefix="lyra_cbc_") as tmp:
-        log_path = os.path.join(tmp, "cbc.log")
-        kwargs: dict = {"msg": False, "logPath": log_path, "gapRel": 0.0, "threads": int(threads)}
-        if deadline is not None:  # CBC gets the time left
-            kwargs["timeLimit"] = max(deadline - time.perf_counter(), 0.01)
-        with warnings.catch_warnings():
-            # PuLP 3.x announces the bundled-CBC interface's removal in 4.0; it is the one bundled here
-            warnings.simplefilter("ignore", DeprecationWarning)
-            cmd = pulp.PULP_CBC_CMD(**kwargs)
-        prob.solve(cmd)
-        try:
-            with open(log_path, encoding="utf-8", errors="replace") as fh:
-                log = fh.read()
-        except OSError:
-            log = ""
+    run = run_cbc(prob, deadline=deadline, threads=threads, gap_rel=0.0)  # CBC gets the time left, hard-killed
+    log = run.log
     sol = prob.sol_status
     name = f"{pulp.LpStatus.get(prob.status, prob.status)}/{pulp.LpSolution.get(sol, sol)}"
+    if run.note:
+        name += f" ({run.note})"
     # feasibility was established above (the lightest items fit): an "Infeasible" from PuLP here is a run
     # stopped before it found a solution, not a proof
     bound = parse_cbc_bound(log)

@@ -61,11 +61,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from lyra_solver.formulations.mckp._lp import (
-    Hull,
+    FlatHulls,
     LPRelaxation,
-    Undominated,
     fit_prefix,
-    lp_relaxation,
+    flat_hulls,
+    lp_flat,
     undominated,
     upper_hull,
 )
@@ -130,8 +130,7 @@ class Incumbent:
 class _Prepared:
     """Phase 1: reductions, LP relaxation, gradients and regrets."""
 
-    red: Undominated
-    hull: Hull
+    hulls: FlatHulls
     lp: LPRelaxation
     base_w: np.ndarray
     base_v: np.ndarray
@@ -141,23 +140,61 @@ class _Prepared:
     regret: np.ndarray
 
 
+class _LazyOrder:
+    """Classes by increasing key (ties: lower class first), sorted lazily: only a prefix long enough for the
+    classes read so far is sorted (selection by :func:`numpy.partition`, then a sort of the prefix), and it is
+    extended fourfold when the reader passes its end. Reads give what a full sort would give.
+
+    Running time :math:`O(n)` per extension plus :math:`O(K \\log K)` for a prefix of length ``K``; the core
+    reads a few classes of thousands, so this replaces three full sorts of the classes.
+    """
+
+    def __init__(self, cls: np.ndarray, key: np.ndarray) -> None:
+        self.cls, self.key = cls, key
+        self.n = int(cls.shape[0])
+        self.prefix: list[int] = []
+        self.want = 64
+
+    def at(self, p: int) -> int:
+        """The class at rank ``p``, ``-1`` past the end."""
+        if p >= len(self.prefix):
+            if p >= self.n:
+                return -1
+            while p >= len(self.prefix):
+                self._extend()
+        return self.prefix[p]
+
+    def _extend(self) -> None:
+        K = min(self.want, self.n)
+        self.want *= 4
+        if self.n <= K:
+            sel = np.arange(self.n)
+        else:
+            thr = np.partition(self.key, K - 1)[K - 1]
+            sel = np.flatnonzero(self.key <= thr)  # every class tied with the K-th key too
+        o = np.lexsort((self.cls[sel], self.key[sel]))
+        self.prefix = self.cls[sel[o]].tolist()
+
+
 @dataclass
 class _Lists:
     """Classes outside the core: the upgrade, downgrade and regret orders with a read pointer each."""
 
-    up: np.ndarray
-    dn: np.ndarray
-    by_regret: np.ndarray
+    up: _LazyOrder
+    dn: _LazyOrder
+    by_regret: _LazyOrder
     in_core: np.ndarray
     heads: list[int] = field(default_factory=lambda: [0, 0, 0])
 
     def _head(self, which: int) -> int:
         order = (self.up, self.dn, self.by_regret)[which]
         p = self.heads[which]
-        while p < order.shape[0] and self.in_core[order[p]]:
+        c = order.at(p)
+        while c >= 0 and self.in_core[c]:
             p += 1
+            c = order.at(p)
         self.heads[which] = p
-        return int(order[p]) if p < order.shape[0] else -1
+        return c
 
     def head_up(self) -> int:
         """Next class of the upgrade list, ``-1`` when empty."""
@@ -181,23 +218,25 @@ class _LPTail:
     (cumulative weights and values of the upgrades) and ``xd, yd`` (of the downgrades).
     """
 
-    def __init__(self, hull: Hull, levels: np.ndarray, mask: np.ndarray) -> None:
-        n, h = hull.weights.shape
-        steps = max(h - 1, 0)
-        j = np.arange(steps)[None, :]
-        inc = (j < (hull.counts - 1)[:, None]) & mask[:, None]
-        dW = (hull.weights[:, 1:] - hull.weights[:, :-1]) if steps else np.zeros((n, 0), np.int64)
-        dV = (hull.values[:, 1:] - hull.values[:, :-1]) if steps else np.zeros((n, 0))
-        cu, ju = np.nonzero(inc & (j >= levels[:, None]))
-        su = dV[cu, ju] / dW[cu, ju]
-        o = np.lexsort((ju, cu, -su))
-        self.xu = np.concatenate([[0.0], np.cumsum(dW[cu, ju][o].astype(np.float64))])
-        self.yu = np.concatenate([[0.0], np.cumsum(dV[cu, ju][o])])
-        cd, jd = np.nonzero(inc & (j < levels[:, None]))
-        sd = dV[cd, jd] / dW[cd, jd]
-        o = np.lexsort((-jd, cd, sd))
-        self.xd = np.concatenate([[0.0], np.cumsum(dW[cd, jd][o].astype(np.float64))])
-        self.yd = np.concatenate([[0.0], np.cumsum(dV[cd, jd][o])])
+    def __init__(self, hulls: FlatHulls, levels: np.ndarray, mask: np.ndarray) -> None:
+        counts = hulls.counts
+        n = counts.shape[0]
+        cls = np.repeat(np.arange(n), counts)
+        step = np.arange(hulls.weights.shape[0]) - hulls.start[cls]  # vertex rank within its class
+        inc = (step < (counts - 1)[cls]) & mask[cls]  # vertex t starts increment t -> t + 1
+        t = np.flatnonzero(inc)
+        c, j = cls[t], step[t]
+        dW = hulls.weights[t + 1] - hulls.weights[t]
+        dV = hulls.values[t + 1] - hulls.values[t]
+        s = dV / dW
+        u = j >= levels[c]
+        o = np.lexsort((j[u], c[u], -s[u]))
+        self.xu = np.concatenate([[0.0], np.cumsum(dW[u][o].astype(np.float64))])
+        self.yu = np.concatenate([[0.0], np.cumsum(dV[u][o])])
+        d = ~u
+        o = np.lexsort((-j[d], c[d], s[d]))
+        self.xd = np.concatenate([[0.0], np.cumsum(dW[d][o].astype(np.float64))])
+        self.yd = np.concatenate([[0.0], np.cumsum(dV[d][o])])
 
 
 _NO_TAIL = np.zeros(0, dtype=np.float64)
@@ -236,6 +275,40 @@ def state_bounds(W: np.ndarray, V: np.ndarray, cap: int, alpha: float, lam_up: f
             b3[neg] = np.where(ok, val, -np.inf)
         np.minimum(ub, b3, out=ub)
     return ub
+
+
+def scan_numpy(W: np.ndarray, V: np.ndarray, cap: int, alpha: float, lam_up: float, lam_dn: float, r_next: float,
+               xu: np.ndarray, yu: np.ndarray, xd: np.ndarray, yd: np.ndarray,
+               thr: float) -> tuple[float, bool, bool, float]:
+    """What the search needs of the states before a step (numpy twin of the numba ``scan`` kernel).
+
+    Returns ``(ub_max, need_up, need_dn, lag_max)``: the largest :func:`state_bounds`; whether a feasible state
+    has ``V + lam_up (c - W) > thr`` (an upgrade can still improve it); whether an overfull state has
+    ``V + lam_dn (c - W) > thr``; the largest Lagrangian value ``V + alpha (c - W)``.
+    """
+    r = (cap - W).astype(np.float64)
+    feas = r >= 0.0
+    ub = state_bounds(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd)
+    need_up = bool(np.any(feas & (V + lam_up * r > thr)))
+    need_dn = bool(np.any(~feas & (V + lam_dn * r > thr)))
+    return float(ub.max()), need_up, need_dn, float(np.max(V + alpha * r))
+
+
+def select_numpy(problem: MCKPProblem, i: int, bw: int, bv: float, alpha: float, lag_ub: float,
+                 thr: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reduce an entering class (numpy twin of the numba ``select_items`` kernel).
+
+    Of class ``i``'s undominated items, those whose Lagrangian loss against the LP item ``(bw, bv)`` still
+    leaves the best state's Lagrangian value ``lag_ub`` above ``thr`` (the LP item alone when none). Returns
+    their raw indices and their weights and values relative to the LP item, by increasing weight.
+    """
+    iw, iv, ii = _class_items_numpy(problem, i)
+    lag_i = iv - alpha * iw.astype(np.float64)
+    lp_at = int(np.searchsorted(iw, bw))  # the LP item (a hull vertex, so undominated)
+    sel = np.flatnonzero(lag_ub - (float(lag_i[lp_at]) - lag_i) > thr)
+    if sel.shape[0] == 0:
+        sel = np.array([lp_at])
+    return ii[sel], (iw[sel] - bw).astype(np.int64), (iv[sel] - bv).astype(np.float64)
 
 
 def count_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap: int, thr: float,
@@ -316,121 +389,148 @@ def step_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap
     return nW, nV, hh, jj, best_v, best_p, best_j
 
 
-def _reduce(problem: MCKPProblem, use_numba: bool) -> tuple[Undominated, Hull]:
-    """Undominated items and upper hulls: one compiled pass over the classes, or the vectorised numpy functions
-    of :mod:`lyra_solver.formulations.mckp._lp` (the same arrays either way)."""
-    fn = get_prepare() if use_numba else None
-    if fn is None or problem.n_classes == 0:
-        red = undominated(problem)
-        return red, upper_hull(red)
-    uw, uv, ui, cnt, hp, hc, hw, hv = fn(problem.weights, problem.values, problem.sizes)
-    return Undominated(uw, uv, ui, cnt), Hull(hp, hc, hw, hv)
-
-
-def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | tuple[Undominated, LPRelaxation]:
-    """Phase 1 (see the module docstring); returns the reduced items and the LP when the LP is infeasible or
-    integral (nothing left to search)."""
-    n = problem.n_classes
-    red, hull = _reduce(problem, use_numba)
+def _hulls(problem: MCKPProblem, use_numba: bool) -> tuple[FlatHulls, LPRelaxation, float, bool]:
+    """The flat upper hulls of every class and the LP relaxation over them, plus the largest ``|value|`` and
+    whether every value is integral: one compiled pass over the items (no ``n x m`` table is written), or the
+    numpy functions of :mod:`lyra_solver.formulations.mckp._lp` (the same arrays either way)."""
+    prep = get_prepare() if use_numba else None
     phase = get_phase_kernels() if use_numba else None
-    lp = lp_relaxation(red, hull, problem.capacity, None if phase is None else phase[1])
+    if prep is None or phase is None or problem.n_classes == 0:
+        red = undominated(problem)
+        hull = upper_hull(red)
+        hulls = flat_hulls(red, hull, problem)
+        lp = lp_flat(hulls, problem.capacity, hull=hull)
+        valid = problem.valid_mask()
+        vals = problem.values[valid]
+        vmax = float(np.abs(vals).max()) if vals.size else 0.0
+        vmax = max(vmax, 0.0)
+        return hulls, lp, vmax, bool(np.all(vals == np.floor(vals)))
+    start, items, hw, hv, srt, vmax, integral = prep[0](problem.weights, problem.values, problem.sizes)
+    hulls = FlatHulls(start, items, hw, hv, srt)
+    return hulls, lp_flat(hulls, problem.capacity, levels_fn=phase[1]), float(vmax), bool(integral)
+
+
+def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
+    """Phase 1 (see the module docstring); returns the LP alone when it is infeasible or integral (nothing
+    left to search)."""
+    n = problem.n_classes
+    hulls, lp, vmax, integral = _hulls(problem, use_numba)
     if not lp.feasible or lp.frac_class < 0:
-        return red, lp
+        return lp
     rows = np.arange(n)
-    base_w = red.weights[rows, lp.lp_pos]
-    base_v = red.values[rows, lp.lp_pos]
+    base_w = problem.weights[rows, lp.lp_pos]
+    base_v = problem.values[rows, lp.lp_pos]
     tol = REL_TOL * max(1.0, abs(lp.bound), float(np.abs(base_v).sum()))
-    vmax = float(np.abs(red.values).max())
-    if tol < 0.5 and vmax * n < 2.0**50 and bool(np.all(red.values == np.round(red.values))):
+    if tol < 0.5 and vmax * n < 2.0**50 and integral:
         tol = 0.5  # integral values: a better solution is better by at least 1 (module docstring)
     # gradients from the LP vertex: next hull step up / down (LP optimality: lam_up <= alpha <= lam_dn)
     lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
     lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
-    # regrets with respect to alpha, over the undominated items
+    # regrets with respect to alpha, over every item of the class
+    phase = get_phase_kernels() if use_numba else None
     if phase is None:
-        regret = _regrets_numpy(red, lp.lp_pos, lp.alpha)
+        regret = _regrets_numpy(problem, lp.lp_pos, lp.alpha)
     else:
-        regret = phase[2](red.weights, red.values, red.counts, lp.lp_pos, lp.alpha)
-    return _Prepared(red, hull, lp, base_w, base_v, tol, lam_up, lam_dn, regret)
+        regret = phase[2](problem.weights, problem.values, problem.sizes, lp.lp_pos, lp.alpha)
+    return _Prepared(hulls, lp, base_w, base_v, tol, lam_up, lam_dn, regret)
 
 
-def _regrets_numpy(red: Undominated, lp_pos: np.ndarray, alpha: float) -> np.ndarray:
-    """``r_i = max(0, L_i(lp_pos[i]) - max_{other j} L_ij)`` with ``L_ij = v_ij - alpha w_ij`` (``+inf`` for a
-    single item); the numba twin is ``regrets`` in :mod:`lyra_solver.formulations.mckp._numba`."""
-    n, u = red.weights.shape
+def _regrets_numpy(problem: MCKPProblem, lp_item: np.ndarray, alpha: float) -> np.ndarray:
+    """``r_i = max(0, L_i(lp_item[i]) - max_{other j} L_ij)`` with ``L_ij = v_ij - alpha w_ij`` over every item
+    of the class (``+inf`` for a single item); the numba twin is ``regrets`` in
+    :mod:`lyra_solver.formulations.mckp._numba`. Dominated items only lower a regret (a weaker, still valid
+    bound), so the items need no reduction."""
+    n, m = problem.weights.shape
     rows = np.arange(n)
-    valid = np.arange(u)[None, :] < red.counts[:, None]
-    lag = np.where(valid, red.values - alpha * red.weights, -np.inf)
-    lag_lp = lag[rows, lp_pos]
-    lag[rows, lp_pos] = -np.inf
+    valid = problem.valid_mask()
+    lag = np.where(valid, problem.values - alpha * problem.weights.astype(np.float64), -np.inf)
+    lag_lp = lag[rows, lp_item]
+    lag[rows, lp_item] = -np.inf
     return np.maximum(lag_lp - lag.max(axis=1), 0.0)
 
 
-def _greedy_fill(prep: _Prepared, cap: int, use_numba: bool = False) -> tuple[np.ndarray, float, int]:
+def _greedy_fill(prep: _Prepared, problem: MCKPProblem, cap: int,
+                 use_numba: bool = False) -> tuple[np.ndarray, float, int]:
     """Phase 2 (see :func:`_greedy_fill_numpy`), by the numba twin ``greedy_fill`` when ``use_numba`` and it is
     available (the same positions)."""
     phase = get_phase_kernels() if use_numba else None
     if phase is None:
-        return _greedy_fill_numpy(prep, cap)
-    red = prep.red
-    pos, room = phase[3](red.weights, red.values, red.counts, prep.lp.lp_pos, cap - prep.lp.weight, FILL_ROUNDS)
-    value = float(red.values[np.arange(red.counts.shape[0]), pos].sum())
+        return _greedy_fill_numpy(prep, problem, cap)
+    pos, room = phase[3](problem.weights, problem.values, problem.sizes, prep.hulls.sorted_rows, prep.lp.lp_pos,
+                         cap - prep.lp.weight, FILL_ROUNDS)
+    value = float(problem.values[np.arange(problem.n_classes), pos].sum())
     return pos, value, int(room)
 
 
-def _greedy_fill_numpy(prep: _Prepared, cap: int) -> tuple[np.ndarray, float, int]:
+def _greedy_fill_numpy(prep: _Prepared, problem: MCKPProblem, cap: int) -> tuple[np.ndarray, float, int]:
     """Phase 2: the LP's integral part with its free capacity filled greedily.
 
-    In each round every class offers its move of largest value gain among those that fit the free capacity
-    (an undominated heavier item); the offers are taken by decreasing gain per unit of weight while they fit
-    (:func:`fit_prefix`). Returns ``(positions, value, free capacity)``. Running time :math:`O(n d)` per round,
-    ``d`` the items within the free capacity of the current ones.
+    In each round every class offers its move of largest value gain among the heavier items that fit the free
+    capacity (ties: the lighter item, then the lower index; this is the heaviest fitting undominated item, so
+    dominated items need no removal); the offers are taken by decreasing gain per unit of weight while they fit
+    (:func:`fit_prefix`). Returns ``(raw positions, value, free capacity)``. Running time :math:`O(n m)` per
+    round (the numba twin scans a class with increasing weights only up to the free capacity).
     """
-    red = prep.red
-    n = red.counts.shape[0]
+    W, V = problem.weights, problem.values
+    n = problem.n_classes
     rows = np.arange(n)
+    valid = problem.valid_mask()
     pos = prep.lp.lp_pos.copy()
     room = cap - prep.lp.weight
     for _ in range(FILL_ROUNDS):
         if room <= 0:
             break
-        cur_w = red.weights[rows, pos]
-        cur_v = red.values[rows, pos]
-        best_gain = np.zeros(n)
-        best_pos = pos.copy()
-        d = 1
-        while True:
-            col = pos + d
-            ok = col < red.counts
-            if not ok.any():
-                break
-            colc = np.minimum(col, red.counts - 1)
-            dW = red.weights[rows, colc] - cur_w
-            ok &= dW <= room
-            if not ok.any():
-                break
-            gain = red.values[rows, colc] - cur_v
-            better = ok & (gain > best_gain)
-            best_gain[better] = gain[better]
-            best_pos[better] = colc[better]
-            d += 1
-        cls = np.flatnonzero(best_pos != pos)
+        cur_w = W[rows, pos]
+        cur_v = V[rows, pos]
+        d = W - cur_w[:, None]
+        ok = valid & (d > 0) & (d <= room)
+        gain = np.where(ok, V - cur_v[:, None], -np.inf)
+        g = gain.max(axis=1)
+        has = g > 0.0
+        tie = ok & (gain == g[:, None])
+        wmin = np.where(tie, W, np.iinfo(np.int64).max).min(axis=1)
+        first = np.argmax(tie & (wmin[:, None] == W), axis=1)
+        cls = np.flatnonzero(has)
         if cls.shape[0] == 0:
             break
-        dW = red.weights[cls, best_pos[cls]] - cur_w[cls]
-        taken, _, used = fit_prefix(best_gain[cls] / dW, dW, room)
-        pos[cls[taken]] = best_pos[cls[taken]]
+        best = first[cls]
+        dW = W[cls, best] - cur_w[cls]
+        taken, _, used = fit_prefix(g[cls] / dW, dW, room)
+        pos[cls[taken]] = best[taken]
         room -= used
-    value = float(red.values[rows, pos].sum())
+    value = float(V[rows, pos].sum())
     return pos, value, int(room)
 
 
-def _kernels(use_numba: bool) -> tuple[Callable, Callable, bool]:
+def _class_items_numpy(problem: MCKPProblem, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Undominated items of class ``i``: weights, values and raw indices sorted by weight (strictly increasing
+    weights and values; of identical items the lowest index). The numba twin is ``class_items``."""
+    k = int(problem.sizes[i])
+    w, v = problem.weights[i, :k], problem.values[i, :k]
+    o = np.lexsort((np.arange(k), -v, w))
+    vs = v[o]
+    prev = np.empty(k)
+    prev[0] = -np.inf
+    np.maximum.accumulate(vs[:-1], out=prev[1:])
+    keep = vs > prev
+    keep[0] = True
+    o = o[keep]
+    return w[o].astype(np.int64), v[o].astype(np.float64), o.astype(np.int64)
+
+
+def _kernels(use_numba: bool) -> tuple[Callable, Callable, Callable, Callable, bool]:
+    """``(count, step, scan, select, compiled)``: the numba kernels or their numpy twins (same signatures)."""
     if use_numba:
-        k = get_kernels()
-        if k is not None:
-            return k[0], k[1], True
-    return count_numpy, step_numpy, False
+        k, p = get_kernels(), get_prepare()
+        if k is not None and p is not None:
+            sel = p[2]
+
+            def select(problem: MCKPProblem, i: int, bw: int, bv: float, alpha: float, lag_ub: float,
+                       thr: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                return sel(problem.weights, problem.values, i, int(problem.sizes[i]), bw, bv, alpha, lag_ub, thr)
+
+            return k[0], k[1], k[2], select, True
+    return count_numpy, step_numpy, scan_numpy, select_numpy, False
 
 
 def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_greedy: bool = True,
@@ -483,18 +583,17 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "numba": 0}
     # the front door answered the empty and the infeasible instances
     prep = _prepare(problem, bool(use_numba))
-    if isinstance(prep, tuple):
-        red, lp = prep
-        stats["free_start"] = cap - lp.weight
-        return make_result(problem, red.items[np.arange(n), lp.lp_pos], lp.bound, proven=True, start=start,
-                           method="core", backend_status="lp-integral", stats=stats)
-    red, lp, tol, alpha = prep.red, prep.lp, prep.tol, prep.lp.alpha
+    if isinstance(prep, LPRelaxation):
+        stats["free_start"] = cap - prep.weight
+        return make_result(problem, prep.lp_pos, prep.bound, proven=True, start=start, method="core",
+                           backend_status="lp-integral", stats=stats)
+    lp, tol, alpha = prep.lp, prep.tol, prep.lp.alpha
 
     # phase 2: start solution
     inc = Incumbent(lp.value, lp.lp_pos.copy())
     stats["free_start"] = cap - lp.weight
     if use_greedy:
-        pos, value, room = _greedy_fill(prep, cap, bool(use_numba))
+        pos, value, room = _greedy_fill(prep, problem, cap, bool(use_numba))
         inc.offer_full(value, pos)
         if inc.positions is pos:
             stats["free_start"] = room
@@ -502,15 +601,15 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         return _finish(problem, prep, inc, [], [], [], lp.bound, True, start, "lp-bound", stats)
 
     # phase 3: expand the core
-    multi = red.counts > 1
+    multi = prep.hulls.counts > 1  # more than one undominated item
     up_cls = np.flatnonzero(multi & np.isfinite(prep.lam_up))
     dn_cls = np.flatnonzero(multi & np.isfinite(prep.lam_dn))
     rg_cls = np.flatnonzero(multi)
-    lists = _Lists(up=up_cls[np.lexsort((up_cls, -prep.lam_up[up_cls]))],
-                   dn=dn_cls[np.lexsort((dn_cls, prep.lam_dn[dn_cls]))],
-                   by_regret=rg_cls[np.lexsort((rg_cls, prep.regret[rg_cls]))],
-                   in_core=np.zeros(n, dtype=bool))
-    count, step, compiled = _kernels(bool(use_numba))
+    lists = _Lists(up=_LazyOrder(up_cls, -prep.lam_up[up_cls]), dn=_LazyOrder(dn_cls, prep.lam_dn[dn_cls]),
+                   by_regret=_LazyOrder(rg_cls, prep.regret[rg_cls]), in_core=np.zeros(n, dtype=bool))
+    count, step, scan, select, compiled = _kernels(bool(use_numba))
+    base_w, base_v = prep.base_w, prep.base_v
+
     stats["numba"] = int(compiled)
 
     def outside_params() -> tuple[float, float, float]:
@@ -535,17 +634,16 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             break
         lam_up, lam_dn, r_next = outside_params()
         thr = inc.value + tol
-        ub = state_bounds(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd)
+        ub_max, need_up, need_dn, lag_ub = scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr)
         if not order:
             i = lp.frac_class
         else:
-            if float(ub.max()) <= thr:
+            if ub_max <= thr:
                 proven, note = True, "bound"
                 break
-            feas = cap >= W
             a, b = lists.head_up(), lists.head_dn()
-            need_up = a >= 0 and bool(np.any(feas & (V + lam_up * (cap - W).astype(np.float64) > thr)))
-            need_dn = b >= 0 and bool(np.any(~feas & (V + lam_dn * (cap - W).astype(np.float64) > thr)))
+            need_up = a >= 0 and bool(need_up)
+            need_dn = b >= 0 and bool(need_dn)
             if need_up and need_dn:
                 d_up, d_dn = alpha - lam_up, lam_dn - alpha
                 # the closer gradient first; on a tie, alternate so that the states stay around the capacity
@@ -563,21 +661,14 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             note = "time_limit"
             break
         # reduce the entering class only: items whose Lagrangian loss alone closes the gap are dropped
-        k_all = int(red.counts[i])
-        lag_ub = float(np.max(V + alpha * (cap - W).astype(np.float64)))
-        lag_i = red.values[i, :k_all] - alpha * red.weights[i, :k_all]  # Lagrangian values of the class's items
-        lag_lp_i = float(lag_i[lp.lp_pos[i]])
-        cand = np.flatnonzero(lag_ub - (lag_lp_i - lag_i) > thr)
-        cand = np.union1d(cand, [lp.lp_pos[i]]) if cand.shape[0] == 0 else cand
-        dw = (red.weights[i, cand] - prep.base_w[i]).astype(np.int64)
-        dv = (red.values[i, cand] - prep.base_v[i]).astype(np.float64)
+        cand, dw, dv = select(problem, i, int(base_w[i]), float(base_v[i]), alpha, float(lag_ub), thr)
         lists.in_core[i] = True
         order.append(i)
         t = len(order) - 1
         lam_up, lam_dn, r_next = outside_params()
         S, k = W.shape[0], cand.shape[0]
         if S * k >= TAIL_MIN_CANDIDATES and (tail is None or len(order) >= 2 * tail_core):
-            tail = _LPTail(prep.hull, lp.levels, ~lists.in_core)
+            tail = _LPTail(prep.hulls, lp.levels, ~lists.in_core)
             tail_core = len(order)
             xu, yu, xd, yd = tail.xu, tail.yu, tail.xd, tail.yd
         if max_states is not None and S * k > max_states:
@@ -597,7 +688,7 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             inc.offer_state(float(best_v), t, int(best_p), int(cand[best_j]))
         idx_t = np.int32 if S < 2**31 else np.int64
         parents.append(np.asarray(par).astype(idx_t))
-        items.append(cand[np.asarray(itm)].astype(np.int16 if red.weights.shape[1] < 2**15 else np.int64))
+        items.append(cand[np.asarray(itm)].astype(np.int16 if problem.weights.shape[1] < 2**15 else np.int64))
         hist_bytes += parents[-1].nbytes + items[-1].nbytes
         W, V = np.asarray(nW), np.asarray(nV)
         stats["states"] += int(W.shape[0])
@@ -620,7 +711,6 @@ def _finish(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, order: list[i
             items: list[np.ndarray], bound: float, proven: bool, start: float, note: str,
             stats: dict[str, int]) -> MCKPResult:
     """Phase 5: rebuild the incumbent's choice from the parent links and assemble the result."""
-    red = prep.red
     rows = np.arange(problem.n_classes)
     if inc.positions is not None:
         pos = np.asarray(inc.positions, dtype=np.int64).copy()
@@ -631,8 +721,8 @@ def _finish(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, order: list[i
         for s in range(inc.step - 1, -1, -1):
             pos[order[s]] = int(items[s][idx])
             idx = int(parents[s][idx])
-    choice = red.items[rows, pos]
+    choice = pos
     if proven:
-        bound = float(red.values[rows, pos].sum())
+        bound = float(problem.values[rows, pos].sum())
     return make_result(problem, choice, bound, proven=proven, start=start, method="core", backend_status=note,
                        stats=stats)

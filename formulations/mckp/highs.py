@@ -21,8 +21,10 @@ __all__ = ["solve_highs"]
 
 
 #: Above this many variables HiGHS runs without presolve unless asked: its presolve of the MCKP rows grows
-#: superlinearly and does not stop at the time limit (20,000 classes x 2 items: 35 s under a 3 s limit).
-PRESOLVE_MAX_VARIABLES = 10_000
+#: superlinearly and does not stop at the time limit (20,000 classes x 2 items: 35 s under a 3 s limit;
+#: 5,000 x 2: 7.3 s under a 1 s limit; 3,000 x 2: 2.3 s, with no solution, where without presolve it
+#: proves the optimum in 0.6 s; `python -m lyra_solver.bench.fuzz --overrun` measures it).
+PRESOLVE_MAX_VARIABLES = 2_000
 
 
 def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,

@@ -240,8 +240,8 @@ def solve_cpsat(problem: PackingProblem, *, time_limit: float | None = None, num
     solver = cp_model.CpSolver()
     if time_limit is not None and deterministic_limit:
         solver.parameters.max_deterministic_time = max(float(time_limit), 1e-3)
-    elif time_limit is not None:
-        solver.parameters.max_time_in_seconds = max(float(time_limit), 1e-3)
+    elif time_limit is not None:  # the model building counts: CP-SAT gets the time left
+        solver.parameters.max_time_in_seconds = max(float(time_limit) - (time.perf_counter() - start), 1e-3)
     solver.parameters.num_workers = int(num_workers)
     solver.parameters.random_seed = int(seed)
     status = solver.solve(model)

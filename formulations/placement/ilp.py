@@ -104,7 +104,7 @@ def solve_ilp(problem: PlacementProblem, *, backend: str, time_limit: float | No
     objectives = [(base_obj, [1] * len(base_obj)), (span_obj, [1] * len(span_obj)),
                   (move_obj, [1] * len(move_obj))]
     ans = solve_lex(model, objectives, method=backend, time_limit=time_limit, num_workers=num_workers,
-                    deterministic=deterministic)
+                    deterministic=deterministic, start=t0)
     if ans.values is None:
         return PlacementResult(status=ans.status, objective=None, bound=ans.first_bound, gap=None,
                                placement=None, time_s=time.perf_counter() - t0, method=backend,

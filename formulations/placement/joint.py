@@ -98,7 +98,7 @@ def solve_joint_ilp(problem: JointProblem, *, backend: str, time_limit: float | 
             model.row([nvar[(j, s)] for j in js], [gpw[j] for j in js], hi=free[s])
     ints, scale, err = integerise(-np.asarray(t_val, dtype=np.float64))
     ans = solve_lex(model, [(t_var, ints.tolist())], method=backend, time_limit=time_limit,
-                     num_workers=num_workers)
+                     num_workers=num_workers, start=t0)
     bound = None if ans.first_bound is None else -ans.first_bound / scale + err
     if ans.values is None:
         return JointResult(status=ans.status, objective=None, bound=bound, gap=None, workers=(),

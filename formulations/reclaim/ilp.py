@@ -181,7 +181,7 @@ def solve_ilp(problem: ReclaimProblem, *, backend: str, time_limit: float | None
     if not pre_var:
         objectives = objectives[:1]
     ans = solve_lex(model, objectives, method=backend, time_limit=time_limit, num_workers=workers,
-                    deterministic=deterministic)
+                    deterministic=deterministic, start=t0)
     if ans.values is None:
         return ReclaimResult(status=ans.status, objective=None,
                              bound=None if ans.first_bound is None else ans.first_bound / scale - err,

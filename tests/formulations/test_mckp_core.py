@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
-from lyra_solver.formulations.mckp.core import count_numpy, solve_core, step_numpy
+from lyra_solver.formulations.mckp.core import count_numpy, scan_numpy, select_numpy, solve_core, step_numpy
 
 pytest.importorskip("numba")  # a test dependency: both kernel paths are compared, not skipped
 
@@ -111,7 +111,7 @@ def test_step_kernels_return_the_same_arrays(seed):
     """One step on random sorted states: the numba kernel's arrays equal the numpy definition's."""
     from lyra_solver.formulations.mckp._numba import get_kernels
 
-    count_nb, step_nb = get_kernels()
+    count_nb, step_nb, scan_nb = get_kernels()
     rng = np.random.default_rng(100 + seed)
     S = int(rng.integers(1, 400))
     W = np.unique(rng.integers(0, 5000, S)).astype(np.int64)
@@ -132,6 +132,9 @@ def test_step_kernels_return_the_same_arrays(seed):
         for x, y in zip(got[:4], ref[:4], strict=True):
             assert np.array_equal(np.asarray(x), np.asarray(y))
         assert got[4:] == ref[4:]
+        for thr in (z + 0.5, z - 50.0, -np.inf):
+            s_args = (W, V, cap, 1.0, 0.8, 1.3, 0.25, *tail, thr)
+            assert tuple(scan_nb(*s_args)) == scan_numpy(*s_args)
     assert count_nb(W, V, dw, dv, cap, z, 1.0) == count_numpy(W, V, dw, dv, cap, z, 1.0)
 
 
@@ -200,48 +203,90 @@ def test_path_does_not_depend_on_what_ran_before():
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_compiled_reduction_equals_numpy_reduction(inst):
-    """Undominated items and hulls from the compiled pass: the same arrays as the numpy functions."""
-    from lyra_solver.formulations.mckp._lp import undominated, upper_hull
+    """Flat hulls and the undominated items of each class from the compiled pass: the same arrays as numpy."""
+    from lyra_solver.formulations.mckp import core
+    from lyra_solver.formulations.mckp._lp import flat_hulls, undominated, upper_hull
     from lyra_solver.formulations.mckp._numba import get_prepare
 
     weights, values, capacity = inst
     p = MCKPProblem.from_ragged(weights, values, capacity)
     red = undominated(p)
-    hull = upper_hull(red)
-    got = get_prepare()(p.weights, p.values, p.sizes)
-    ref = (red.weights, red.values, red.items, red.counts, hull.pos, hull.counts, hull.weights, hull.values)
-    for a, b in zip(got, ref, strict=True):
+    ref = flat_hulls(red, upper_hull(red), p)
+    start, items, hw, hv, srt, vmax, integral = get_prepare()[0](p.weights, p.values, p.sizes)
+    for a, b in zip((start, items, hw, hv, srt), (ref.start, ref.items, ref.weights, ref.values, ref.sorted_rows),
+                    strict=True):
         assert a.shape == b.shape and np.array_equal(a, b)
+    vals = [x for row in values for x in row]
+    assert vmax == max(abs(x) for x in vals) and bool(integral) == all(float(x).is_integer() for x in vals)
+    for i in range(p.n_classes):
+        got = get_prepare()[1](p.weights, p.values, i, int(p.sizes[i]))
+        want = core._class_items_numpy(p, i)
+        k = int(red.counts[i])
+        assert np.array_equal(want[0], red.weights[i, :k]) and np.array_equal(want[2], red.items[i, :k])
+        for a, b in zip(got, want, strict=True):
+            assert a.shape == b.shape and np.array_equal(a, b)
+        lp = int(len(want[0]) // 2)  # any undominated item may be the LP item
+        bw, bv = int(want[0][lp]), float(want[1][lp])
+        for alpha, lag_ub, thr in ((0.5, 3.0, 1.0), (2.0, 0.0, 5.0), (1.0, 10.0, -10.0)):
+            got = get_prepare()[2](p.weights, p.values, i, int(p.sizes[i]), bw, bv, alpha, lag_ub, thr)
+            ref = select_numpy(p, i, bw, bv, alpha, lag_ub, thr)
+            for a, b in zip(got, ref, strict=True):
+                assert a.shape == b.shape and np.array_equal(a, b)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_compiled_phases_equal_numpy_phases(inst):
-    """LP relaxation, regrets and greedy fill from the numba kernels: the same arrays as the numpy twins."""
+    """LP relaxation, regrets and greedy fill from the numba kernels: the same arrays as the numpy twins, and the
+    flat LP the same relaxation as the padded one."""
     from lyra_solver.formulations.mckp import core
     from lyra_solver.formulations.mckp._lp import lp_relaxation, undominated, upper_hull
-    from lyra_solver.formulations.mckp._numba import get_phase_kernels
 
     weights, values, capacity = inst
     p = MCKPProblem.from_ragged(weights, values, capacity)
     red = undominated(p)
     hull = upper_hull(red)
     ref = lp_relaxation(red, hull, p.capacity)
-    got = lp_relaxation(red, hull, p.capacity, get_phase_kernels()[1])
+    _, got, _, _ = core._hulls(p, True)
     for f in ("feasible", "bound", "value", "weight", "frac_class", "alpha", "fraction", "frac_gain",
               "max_increment"):
         assert getattr(got, f) == getattr(ref, f), f
-    for f in ("levels", "lp_pos", "up_slope", "down_slope"):
+    for f in ("levels", "up_slope", "down_slope"):
         assert np.array_equal(getattr(got, f), getattr(ref, f)), f
+    rows = np.arange(p.n_classes)
+    assert not ref.feasible or np.array_equal(got.lp_pos, red.items[rows, ref.lp_pos])
     a = core._prepare(p, False)
     b = core._prepare(p, True)
     assert type(a) is type(b)
     if isinstance(a, core._Prepared):
-        assert np.array_equal(a.regret, b.regret)
+        assert np.array_equal(a.regret, b.regret) and a.tol == b.tol
         for cap in (p.capacity, p.capacity + 7, p.capacity + 10**6):
-            pa, va, ra = core._greedy_fill_numpy(a, cap)
-            pb, vb, rb = core._greedy_fill(b, cap, True)
+            pa, va, ra = core._greedy_fill_numpy(a, p, cap)
+            pb, vb, rb = core._greedy_fill(b, p, cap, True)
             assert np.array_equal(pa, pb) and va == vb and ra == rb
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_fit_prefix_bucket_rounds_equal_numpy(seed):
+    """Keys over many orders of magnitude, of both signs, with signed zeros, ties and one infinite key: the
+    compiled bucket and pivot rounds give numpy's prefix."""
+    from lyra_solver.formulations.mckp._lp import fit_prefix
+    from lyra_solver.formulations.mckp._numba import get_phase_kernels
+
+    rng = np.random.default_rng(50 + seed)
+    n = int(rng.integers(3000, 40000))
+    key = np.exp(rng.uniform(-30, 30, n)) * rng.choice([-1.0, 1.0], n, p=[0.3, 0.7])
+    key[rng.integers(0, n, n // 10)] = 0.0
+    key[rng.integers(0, n, n // 10)] = -0.0
+    key[rng.integers(0, n, n // 20)] = 7.25
+    if seed % 2:
+        key[rng.integers(0, n)] = np.inf
+    weight = rng.integers(1, 50, n).astype(np.int64)
+    total = int(weight.sum())
+    for room in (0, total // 7, total // 2, total - 3, total + 1):
+        t_ref, b_ref, u_ref = fit_prefix(key, weight, room)
+        t_got, b_got, u_got = get_phase_kernels()[0](key, weight, room)
+        assert np.array_equal(t_ref, t_got) and int(b_got) == b_ref and int(u_got) == u_ref
 
 
 @pytest.mark.parametrize("seed", range(6))
