@@ -418,19 +418,16 @@ def _rules_hold(snap: Snapshot) -> bool:
     full pass decides), and a non-finite term makes the sum non-finite.
     """
     try:
-        total = snap.now
-        usable: dict[str, int] = {}  # servers training may use: their GPUs
-        seen: set[str] = set()
-        max_gpus = 0
-        for srv in snap.servers:
-            if srv.id in seen or (srv.pool == "inference") == (srv.state is None):
-                return False
-            seen.add(srv.id)
-            total += srv.gpu_mem_gb
-            if srv.gpus > max_gpus:
-                max_gpus = srv.gpus
-            if srv.pool != "inference" or srv.state == "loaned":
-                usable[srv.id] = srv.gpus
+        servers = snap.servers
+        if len({srv.id for srv in servers}) != len(servers):
+            return False
+        # a state exactly on inference servers: every training server without one, every other with one
+        if any((srv.pool == "inference") == (srv.state is None) for srv in servers):
+            return False
+        total = snap.now + sum(srv.gpu_mem_gb for srv in servers)
+        max_gpus = max((srv.gpus for srv in servers), default=0)
+        # servers training may use: their GPUs
+        usable = {srv.id: srv.gpus for srv in servers if srv.pool != "inference" or srv.state == "loaned"}
         for key in snap.options.pair_speed or {}:
             if key.count("|") != 1 or "" in key.split("|"):
                 return False

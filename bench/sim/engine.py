@@ -229,12 +229,14 @@ class _Sim:
         dt = t2 - t
         if dt <= 0:
             return
+        jobs, record = self.jobs, self.cfg.record
         for i in self.running:
-            j = self.jobs[i]
-            s = max(t, j.blocked)
+            j = jobs[i]
+            b = j.blocked
+            s = b if b > t else t  # max(t, blocked)
             if t2 > s:
                 j.remaining -= j.rate * (t2 - s)
-                if self.cfg.record:
+                if record:
                     self.segments.append((j.spec.id, s, t2, j.rate))
             j.attained += j.workers * dt
         serving = self._count("serving")
@@ -245,13 +247,17 @@ class _Sim:
                 gs["inference_serving"] += serving * self.G * d
                 gs["inference_unmet"] += max(0, self.need - serving) * self.G * d
 
-    def _next_completion(self, t: float) -> tuple[float, int | None]:
-        best, who = math.inf, None
+    def _next_completion(self, t: float) -> float:
+        """The earliest finish time of a running job (:meth:`_Job.finish_time`, inlined), ``inf`` if none."""
+        best = math.inf
+        jobs = self.jobs
         for i in self.running:
-            f = self.jobs[i].finish_time(t)
-            if f < best or (f == best and who is not None and i < who):
-                best, who = f, i
-        return best, who
+            j = jobs[i]
+            b = j.blocked
+            f = (b if b > t else t) + j.remaining / j.rate
+            if f < best:
+                best = f
+        return best
 
     def _complete(self, t: float) -> bool:
         """Complete every running job whose work is done at ``t`` (its own solved finish time)."""
@@ -338,11 +344,16 @@ class _Sim:
         every round."""
         if not self.skip_quiet or len(self.running) != len(self.active) or self._reclaim_wanted():
             return False
-        if any(self.jobs[i].host is not None for i in self.running):  # guests are queued in the snapshot
-            return False
         elastic = self.policy.elastic
-        if all(self.jobs[i].workers == (self.jobs[i].spec.max_workers if elastic else self.jobs[i].spec.gpus)
-               for i in self.running):
+        jobs = self.jobs
+        at_top = True
+        for i in self.running:
+            j = jobs[i]
+            if j.host is not None:  # guests are queued in the snapshot
+                return False
+            if at_top and j.workers != (j.spec.max_workers if elastic else j.spec.gpus):
+                at_top = False
+        if at_top:
             return True
         pol = self.policy
         return elastic and pol.allocation == "greedy" and pol.packing == "off" and not pol.two_queue \
@@ -545,7 +556,7 @@ class _Sim:
             if next_tick < t:  # ticks resume on the grid origin + k * interval
                 next_tick = origin + math.ceil((t - origin) / cfg.interval) * cfg.interval
             t_arr = arrivals[0][0] if arrivals else math.inf
-            t_done, _ = self._next_completion(t)
+            t_done = self._next_completion(t)
             t2 = min(t_arr, t_done, next_tick if busy else math.inf, next_load)
             if t2 == math.inf:  # active jobs that can never run (e.g. larger than the cluster)
                 log.warning("%d jobs can never run on this cluster; stopping", len(self.active))
