@@ -260,11 +260,17 @@ class _Sim:
         return best
 
     def _complete(self, t: float) -> bool:
-        """Complete every running job whose work is done at ``t`` (its own solved finish time)."""
+        """Complete every running job whose work is done at ``t`` (its own solved finish time).
+
+        Done: the remaining work is within ``1e-9`` of the job's work, or the time it still needs is below what
+        the clock resolves at ``t`` (``t + remaining / rate == t`` in floating point: late in a long replay a
+        second's job can be left a few nano-seconds of work that no later time can represent; without this the
+        next completion would stay at ``t`` forever).
+        """
         finished = []
         for i in self.running:
             j = self.jobs[i]
-            if j.blocked <= t and j.remaining <= 1e-9 * max(1.0, j.spec.work):
+            if j.blocked <= t and (j.remaining <= 1e-9 * max(1.0, j.spec.work) or t + j.remaining / j.rate <= t):
                 finished.append(i)
         for i in sorted(finished):
             j = self.jobs[i]
