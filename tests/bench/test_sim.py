@@ -122,6 +122,36 @@ def test_skipping_rounds_that_keep_every_size_changes_nothing(policy, monkeypatc
     assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
 
 
+def test_a_job_left_less_work_than_the_clock_resolves_completes():
+    """Late in a long replay (t ~ 9.4e6 s, a clock step of 1.9e-9 s) a 6 ms job's solved finish time leaves it a
+    few nano-seconds of work: it completes then (before the fix the next completion stayed at t forever)."""
+    import signal
+
+    from lyra_solver.bench.sim.traces import SimJobSpec
+    from lyra_solver.throughput import rate_one
+    from lyra_solver.types import ProfileThroughput
+
+    rate = rate_one(ProfileThroughput(model="cifar10"), 2)
+    t0, work = 9.4e6, 0.006 * rate
+    assert work - rate * (t0 + work / rate - t0) > 1e-9 * work  # the case: more left than the 1e-9 tolerance
+    specs = [SimJobSpec(id=f"j{k}", line=2 + k, submit=s, gpus=2, duration=d, app="cifar10",
+                        work=d * rate if k == 0 else work, min_workers=2, max_workers=2, restart_penalty=30.0,
+                        preemption_penalty=300.0) for k, (s, d) in enumerate([(0.0, 10.0), (t0, 0.006)])]
+
+    def stuck(*_):
+        raise AssertionError("the replay did not end")
+
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)
+    try:
+        res = simulate(specs, get_policy("baseline"), _config(inference_servers=0, load=None))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert [r["end"] is not None for r in res.jobs] == [True, True]
+    assert res.jobs[1]["end"] == pytest.approx(t0 + 0.006, abs=1e-8)
+
+
 def _spec(jid, submit, app, g, duration, util, mem):
     from lyra_solver.bench.sim.traces import SimJobSpec
     from lyra_solver.throughput import rate_one
