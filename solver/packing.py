@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -92,6 +92,51 @@ def _guest_uses(guest, g_mem: float, host_pl: list[tuple[int, int]], host_gpw: i
     return (uses, placement) if left == 0 else None
 
 
+def _kept_fits(snap: Snapshot, decision: Decision, guests: list[int], hosts: list[int], host_pl: list,
+               server_mem: list[float], slot_of: list, sid: dict[str, int],
+               keep: Sequence[PackingGroup]) -> dict[int, tuple[int, tuple[list, dict[int, int]]]]:
+    """The guests of ``keep`` that can share the same host GPUs again: guest index -> (host index, fit).
+
+    Their host workers are taken out of ``host_pl`` (in place), so other guests' candidates leave them free."""
+    prev = _kept(keep)
+    host_of = {snap.jobs[j].id: h for h, j in enumerate(hosts)}
+    out = {}
+    for g, jg in enumerate(guests):
+        guest = snap.jobs[jg]
+        entry = prev.get(guest.id)
+        h = None if entry is None else host_of.get(entry[0])
+        if h is None or any(k not in sid for k in entry[1]):
+            continue
+        host = snap.jobs[hosts[h]]
+        if guest.min_workers * guest.gpus_per_worker > decision.jobs[host.id].workers * host.gpus_per_worker:
+            continue
+        fit = _fit_at(guest, {sid[k]: n for k, n in entry[1].items()}, dict(host_pl[h]), host, server_mem,
+                      slot_of[h])
+        if fit is None:
+            continue
+        out[g] = (h, fit)
+        taken = dict(fit[0])
+        host_pl[h] = [(s, n - taken.get(slot_of[h][s], 0)) for s, n in host_pl[h]]
+    return out
+
+
+def _fit_at(guest, at: dict[int, int], host_free: dict[int, int], host, server_mem: list[float],
+            slot_of: dict[int, int]) -> tuple[list, dict[int, int]] | None:
+    """A guest's workers on exactly the GPUs ``at`` ({server index: guest GPUs}) of its host, as
+    :func:`_guest_uses` would write them, or None when the host's workers there or the memory no longer allow
+    it."""
+    gpw, host_gpw = guest.gpus_per_worker, host.gpus_per_worker
+    uses, placement = [], {}
+    for s, gpus in sorted(at.items()):
+        y, rest = divmod(gpus, gpw)
+        if rest or y <= 0 or y * gpw > host_free.get(s, 0) * host_gpw \
+                or host.packing.gpu_mem_gb + guest.packing.gpu_mem_gb > server_mem[s] + 1e-9:
+            return None
+        uses.append((slot_of[s], -(-y * gpw // host_gpw)))
+        placement[s] = y
+    return (uses, placement) if sum(placement.values()) == guest.min_workers else None
+
+
 @dataclass(frozen=True, eq=False)
 class PackingInstance:
     """The packing problem of a round and how to map its answer back to the decision."""
@@ -100,15 +145,34 @@ class PackingInstance:
     hosts: tuple  # snapshot jobs of the hosts, in problem order
     guests: tuple  # snapshot jobs of the guests, in problem order (queue order)
     placements: tuple  # per candidate, {server index: guest workers}
+    kept: frozenset = frozenset()  # guests (problem indices) whose only candidate is their previous pairing
+
+
+def _kept(keep: Sequence[PackingGroup]) -> dict[str, tuple[str, dict[str, int]]]:
+    """Guest id -> (host id, {server id: shared GPUs}) of a previous decision's packing groups."""
+    out: dict[str, tuple[str, dict[str, int]]] = {}
+    for group in keep:
+        host = group.jobs[0]
+        for guest in group.jobs[1:]:
+            h, at = out.setdefault(guest, (host, {}))
+            if h == host:
+                at[group.server] = at.get(group.server, 0) + group.gpus
+    return out
 
 
 def packing_instance(snapshot: Snapshot, decision: Decision, *, policy: str = "jct",
-                     queue: str = "sjf") -> PackingInstance | None:
+                     queue: str = "sjf", keep: Sequence[PackingGroup] = ()) -> PackingInstance | None:
     """The packing problem of step 6 for a decision of steps 1-5 (``None`` when no guest can join a host).
 
     Hosts: jobs that run in ``decision`` and have a packing profile; guests: waiting jobs with one, in ``queue``
     order, at ``min_workers``. Remaining times at the decided (hosts) or minimum (guests) worker counts,
     seconds left to deadlines from ``snapshot.now``.
+
+    ``keep`` (the previous round's ``decision.packing``): a guest that shared a host's GPUs there and may share
+    the same GPUs now (its host runs with the workers it shared them with, the rules hold) gets that pairing as
+    its only candidate (listed in ``kept``), and those host workers are not offered to other guests: re-pairing
+    it would restart it. Entries naming jobs or servers that are not hosts and guests of this round are
+    ignored.
     """
     snap, opts = snapshot, snapshot.options
     sid = {s.id: i for i, s in enumerate(snap.servers)}
@@ -134,6 +198,7 @@ def packing_instance(snapshot: Snapshot, decision: Decision, *, policy: str = "j
             slot_mem.append(server_mem[s])
         slot_of.append(of)
     pairs = opts.pair_speed or {}
+    kept = _kept_fits(snap, decision, guests, hosts, host_pl, server_mem, slot_of, sid, keep) if keep else {}
     candidates, placements, measured = [], [], []
     for g, jg in enumerate(guests):
         guest = snap.jobs[jg]
@@ -143,8 +208,13 @@ def packing_instance(snapshot: Snapshot, decision: Decision, *, policy: str = "j
             w = decision.jobs[host.id].workers
             if g_gpus > w * host.gpus_per_worker:
                 continue
-            fit = _guest_uses(guest, guest.packing.gpu_mem_gb, host_pl[h], host.gpus_per_worker,
-                              host.packing.gpu_mem_gb, server_mem, slot_of[h])
+            if g in kept:
+                if kept[g][0] != h:
+                    continue
+                fit = kept[g][1]
+            else:
+                fit = _guest_uses(guest, guest.packing.gpu_mem_gb, host_pl[h], host.gpus_per_worker,
+                                  host.packing.gpu_mem_gb, server_mem, slot_of[h])
             if fit is None:
                 continue
             candidates.append((g, h, fit[0]))
@@ -172,11 +242,11 @@ def packing_instance(snapshot: Snapshot, decision: Decision, *, policy: str = "j
         slot_host=slot_host, slot_capacity=slot_cap, slot_mem=slot_mem, candidates=candidates,
         policy=policy, sample_stealing=opts.sample_stealing, overhead=opts.packing_overhead,
         measured=np.array(measured, dtype=np.float64))
-    return PackingInstance(problem, tuple(host_jobs), tuple(guest_jobs), tuple(placements))
+    return PackingInstance(problem, tuple(host_jobs), tuple(guest_jobs), tuple(placements), frozenset(kept))
 
 
 def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: str, time_limit: float,
-              queue: str = "sjf", deterministic: bool = False) -> Decision:
+              queue: str = "sjf", deterministic: bool = False, keep: Sequence[PackingGroup] = ()) -> Decision:
     """Pack waiting jobs onto running jobs' GPUs (step 6); ``method="off"`` returns ``decision`` unchanged.
 
     Parameters
@@ -196,6 +266,11 @@ def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: st
         The queue order; guests are offered in it (Lucid and random pairing use it).
     deterministic : bool
         The exact method's limit is CP-SAT's deterministic time (same answer on every run).
+    keep : sequence of PackingGroup
+        The previous round's ``decision.packing``: guests that may share the same host GPUs again keep them
+        (see :func:`packing_instance`); one that the method would leave waiting there (its pairing no longer
+        gains) is offered every host in a second solve, as without ``keep``. Keeping spares the guests a
+        restart and the method most of its search.
 
     Returns
     -------
@@ -207,15 +282,25 @@ def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: st
         return decision
     if method not in PACKING_METHODS:
         raise ValueError(f"method: unknown packing method {method!r}; expected one of {', '.join(PACKING_METHODS)}")
-    inst = packing_instance(snapshot, decision, policy=policy, queue=queue)
+    snap = snapshot
+
+    def solve(keep):
+        inst = packing_instance(snap, decision, policy=policy, queue=queue, keep=keep)
+        if inst is None:
+            return None, None
+        res = _solvers(snap, time_limit, deterministic)[method](inst.problem)
+        if res.assignment is None:
+            log.warning("packing %s gave %s; falling back to Gimbal's greedy", method, res.status)
+            res = gimbal_greedy(inst.problem)
+        return inst, res
+
+    inst, res = solve(keep)
+    dropped = set() if inst is None else {inst.guests[g].id for g in inst.kept if res.assignment[g] < 0}
+    if dropped:  # kept guests the method would rather not pack with their host: offered every host instead
+        inst, res = solve([grp for grp in keep if not dropped.intersection(grp.jobs[1:])])
     if inst is None:
         return _with_summary(decision, "none", "optimal")
     problem, guest_jobs, host_jobs, placements = inst.problem, inst.guests, inst.hosts, inst.placements
-    snap = snapshot
-    res = _solvers(snap, time_limit, deterministic)[method](problem)
-    if res.assignment is None:
-        log.warning("packing %s gave %s; falling back to Gimbal's greedy", method, res.status)
-        res = gimbal_greedy(problem)
     log.info("pack: %s %s, %d of %d waiting jobs packed, objective %s", res.method, res.status, res.packed,
              len(guest_jobs), res.objective)
     ids = [s.id for s in snap.servers]

@@ -33,6 +33,7 @@ import logging
 import math
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
@@ -65,7 +66,7 @@ from lyra_solver.heuristics.placement import FreeIndex, best_fit_decreasing
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.packing import pack_step
-from lyra_solver.types import Decision, JobDecision, ServerDecision, Snapshot, Summary
+from lyra_solver.types import Decision, JobDecision, PackingGroup, ServerDecision, Snapshot, Summary
 from lyra_solver.validate import validate_snapshot
 from lyra_solver.values import BACKENDS, TIME_CAP, JobOptions, ValueTable, lp_bound, option_grid, value_table
 
@@ -805,7 +806,8 @@ def _collector_paused(func):
 def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
            time_limit: float | None = None, timings: bool = False, backend: str = "auto",
-           deterministic: bool = False, packing_policy: str | None = None) -> Decision:
+           deterministic: bool = False, packing_policy: str | None = None,
+           keep_packing: Sequence[PackingGroup] = ()) -> Decision:
     """One scheduling round: the decision for ``snapshot``.
 
     The snapshot is validated first (:func:`lyra_solver.validate.validate_snapshot`: free for one that
@@ -814,7 +816,9 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     arguments override the snapshot's ``options``; their values come from the vocabularies of
     :mod:`lyra_solver.formulations.vocabulary`. ``timings=True`` adds ``summary.time_s`` (which makes the output
     differ from run to run). ``backend`` picks the value table's array library
-    (:func:`lyra_solver.values.resolve_backend`; the numbers agree within float tolerance).
+    (:func:`lyra_solver.values.resolve_backend`; the numbers agree within float tolerance). ``keep_packing``
+    (the previous decision's ``packing``, from Python only): a packing guest that may share the same host GPUs
+    again keeps them instead of being re-paired, which would restart it (:func:`lyra_solver.packing.pack_step`).
 
     Raises
     ------
@@ -874,7 +878,7 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     log.info("place: %s %s", pl.report.method, pl.report.status)
     decision = pack_step(snapshot, _decision(cl, rec, borrowed, adm, sc, pl, settings, None), method=settings.packing,
                          policy=settings.packing_policy, time_limit=settings.left(), queue=settings.queue,
-                         deterministic=settings.deterministic)
+                         deterministic=settings.deterministic, keep=keep_packing)
     if timings:  # step 6 included
         summary = msgspec.structs.replace(decision.summary, time_s=round(time.perf_counter() - t0, 6))
         decision = msgspec.structs.replace(decision, summary=summary)

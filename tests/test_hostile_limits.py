@@ -210,3 +210,35 @@ def test_lex_cbc_reports_no_solution_when_killed(monkeypatch):
     monkeypatch.setattr(_cbc, "KILL_GRACE", -3600.0)
     ans = solve_lex(m, [(xs, [-(i % 7 + 1) for i in range(20)])], method="cbc", time_limit=3600.0, num_workers=1)
     assert ans.status == Status.NO_SOLUTION and ans.values is None and "killed" in ans.backend_status
+
+
+def test_mckp_highs_reports_no_solution_when_killed(monkeypatch):
+    """HiGHS runs in a forked process killed KILL_GRACE after the limit (grace set so that it comes at once)."""
+    from lyra_solver.formulations.mckp import highs, solve_mckp
+
+    problem = _knapsack_instance(seed=1)
+    exact = solve_mckp(problem, method="core")
+    res = solve_mckp(problem, method="highs", time_limit=3600.0)  # through the child process
+    assert res.status == Status.OPTIMAL and res.objective == pytest.approx(exact.objective)
+    monkeypatch.setattr(highs, "KILL_GRACE", -3600.0)
+    res = solve_mckp(problem, method="highs", time_limit=3600.0)
+    assert res.status == Status.NO_SOLUTION and res.choice is None and "killed" in res.backend_status
+
+
+def test_overrun_check_times_every_run_against_its_limit(tmp_path):
+    """The overrun check (``bench fuzz --overrun``) runs each method and decide's steps as CLI processes and
+    reports each call's own time next to its limit (no time asserted: the numbers are what it measures)."""
+    from lyra_solver.bench.fuzz import OVERRUN_DECIDE, main, overrun_check, overrun_table
+
+    results = overrun_check(time_limit=1.0, scale=0.0005, seed=0, out_dir=tmp_path, memory_mb=2048,
+                            methods=("greedy", "highs"))
+    assert [(r.case.split()[0], r.method) for r in results] == [
+        ("mckp", "greedy"), ("mckp", "highs"), ("mckp", "greedy"), ("mckp", "highs"),
+        *[("decide", label) for label in OVERRUN_DECIDE] * 2]
+    for r in results:
+        assert r.returncode == 0 and r.solver_s is not None, r
+        assert r.overrun_s == pytest.approx(r.solver_s - 1.0) and r.process_s >= r.solver_s
+    assert results[1].status == "optimal" and "allocation" in results[-1].status
+    table = overrun_table(results)
+    assert table.count("\n") == len(results) + 1 and "| mckp 50x2 random | highs | 1 |" in table
+    assert main(["--overrun", "--scale", "0", "--out", str(tmp_path)]) == 2  # sizes are checked

@@ -46,6 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="8-GPU inference servers (default %(default)s)")
     c.add_argument("--interval", type=float, default=60.0, help="seconds between rounds (default %(default)s)")
     c.add_argument("--time-limit", type=float, default=1.0, help="seconds per exact step (default %(default)s)")
+    c.add_argument("--tiresias-threshold", type=float, default=3600.0, metavar="GPU_S",
+                   help="attained GPU-seconds at which a job enters Tiresias' second queue (default %(default)s)")
     pol = c.add_mutually_exclusive_group(required=True)
     pol.add_argument("--policy", choices=POLICY_NAMES, help="one policy")
     pol.add_argument("--compare", nargs="+", choices=POLICY_NAMES, metavar="P",
@@ -74,7 +76,7 @@ def _validate(args) -> None:
         v = getattr(args, name)
         if v < (1 if name != "inference_servers" else 0):
             _fail(f"--{name.replace('_', '-')}", f"must be at least {1 if name != 'inference_servers' else 0}")
-    for name in ("interval", "time_limit", "load_window"):
+    for name in ("interval", "time_limit", "load_window", "tiresias_threshold"):
         v = getattr(args, name)
         if not v > 0 or v == float("inf"):
             _fail(f"--{name.replace('_', '-')}", "must be a positive finite number")
@@ -135,14 +137,15 @@ def _setup(args):
             _fail("--pollux-workload", f"no workload {n} (1-8, in {path.parent})")
         trace = load_pollux_workload(path)
         config = SimConfig(training_servers=16, inference_servers=0, server_gpus=4, interval=args.interval,
-                           time_limit=args.time_limit, check=args.check)
+                           time_limit=args.time_limit, check=args.check, tiresias_threshold=args.tiresias_threshold)
         return trace, config
     trace = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster, limit=args.limit)
     if not trace:
         _fail("--trace", f"{args.trace}: no job left after the filters")
     load = load_load_curve(args.load, window=args.load_window) if args.load else None
     config = SimConfig(training_servers=args.training_servers, inference_servers=args.inference_servers,
-                       interval=args.interval, load=load, time_limit=args.time_limit, check=args.check)
+                       interval=args.interval, load=load, time_limit=args.time_limit, check=args.check,
+                       tiresias_threshold=args.tiresias_threshold)
     return trace, config
 
 
@@ -246,6 +249,7 @@ def run(args) -> int:
                 "load": args.load, "load_window": args.load_window, "seeds": seeds,
                 "training_servers": config.training_servers, "inference_servers": config.inference_servers,
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
+                **({"tiresias_threshold": config.tiresias_threshold} if "tiresias" in policies else {}),
                 "baseline": base}
         first = {p: results[(p, seeds[0])][2] for p in policies}
         write_outputs(Path(args.out), summaries, timings, first, config, meta)

@@ -18,9 +18,11 @@ Time model:
   its own packed speed (:func:`~lyra_solver.formulations.packing.pair_speed` with the decision's shares,
   :func:`~lyra_solver.formulations.packing.job_rate` over the workers, sample stealing as the options say);
   the guest holds no GPUs of its own and the next snapshot shows it queued (as
-  :func:`lyra_solver.apply_decision` does), so step 6 decides its packing again each round. A guest packed
-  again with the same host goes on undisturbed; packed with another host or started properly it restarts; left
-  waiting it is preempted. Speeds are recomputed when a partner completes (the survivor runs unshared);
+  :func:`lyra_solver.apply_decision` does), so step 6 decides its packing again each round, told the last
+  round's packing (``decide(..., keep_packing=...)``: a guest keeps its host's GPUs while the rules allow). A
+  guest packed again on the same GPUs of the same host goes on undisturbed; packed elsewhere or started
+  properly it restarts; left waiting it is preempted. Speeds are recomputed when a partner completes (the
+  survivor runs unshared);
 - inference: ``need(t) = ceil(L(t) * inference_servers)`` servers serve; idle servers are taken first, then
   ``inference.reclaim`` asks the next round for loaned servers back, which serve once returned.
 
@@ -443,7 +445,7 @@ class _Sim:
     def _round(self, t: float) -> None:
         snap, hidden = self._snapshot(t)
         t0 = time.perf_counter()
-        decision = decide(snap)
+        decision = decide(snap, keep_packing=self.packing)  # packing guests keep their host GPUs if they may
         self.decide_ms.append((time.perf_counter() - t0) * 1e3)
         if self.cfg.check:
             from lyra_solver.check import check_decision, format_violations
@@ -465,13 +467,15 @@ class _Sim:
         gone = set(back)
         index = {self.jobs[i].spec.id: i for i in self.active}
         guest_of = {jid: g.jobs[0] for g in decision.packing for jid in g.jobs[1:]}
+        was_at, now_at = _shared_at(self.packing), _shared_at(decision.packing)
         self.packing = list(decision.packing)
         for job in nxt.jobs:
             i = index[job.id]
             j = self.jobs[i]
             host = guest_of.get(job.id)
             if host is not None or j.host is not None:
-                self._guest(t, i, j, host, job.placement, decision.jobs[job.id].workers)
+                self._guest(t, i, j, host, job.placement, decision.jobs[job.id].workers,
+                            moved=was_at.get(job.id) != now_at.get(job.id))
                 continue
             old, new = j.placement, job.placement
             if new == old:
@@ -510,13 +514,15 @@ class _Sim:
         queued = len(self.active) - len(self.running)
         self.series.append((t, queued, self.used_train, self._count("serving") * self.G, self.used_inf))
 
-    def _guest(self, t: float, i: int, j: _Job, host: str | None, placement, workers: int | None) -> None:
-        """Carry out the decision for a job that runs as a packing guest now (``host``) or did until now."""
+    def _guest(self, t: float, i: int, j: _Job, host: str | None, placement, workers: int | None,
+               moved: bool = True) -> None:
+        """Carry out the decision for a job that runs as a packing guest now (``host``) or did until now;
+        ``moved``: its host or the GPUs it shares with it changed since the last round."""
         if host is not None:
             self.counters["packed"] += 1
             j.packed += 1
         if j.host is not None:  # a guest until now
-            if host == j.host:  # packed again with the same host: goes on undisturbed
+            if host == j.host and not moved:  # packed again on the same GPUs of the same host: undisturbed
                 j.workers = workers
                 return
             j.host = None
@@ -609,3 +615,12 @@ class _Sim:
                 "queue": None if j.start is None else j.start - sp.submit,
                 "jct": None if j.end is None else j.end - sp.submit,
                 "preemptions": j.preemptions, "scalings": j.scalings, "packed": j.packed}
+
+
+def _shared_at(groups) -> dict[str, tuple[str, tuple[tuple[str, int], ...]]]:
+    """Packing guest -> (its host, the (server, GPUs) it shares with it), from a decision's packing groups."""
+    at: dict[str, tuple[str, list]] = {}
+    for g in groups:
+        for guest in g.jobs[1:]:
+            at.setdefault(guest, (g.jobs[0], []))[1].append((g.server, g.gpus))
+    return {k: (h, tuple(sorted(v))) for k, (h, v) in at.items()}

@@ -10,8 +10,12 @@ broken by the same rules), so the path taken changes the time, never the answer:
   :func:`lyra_solver.formulations.mckp.core.step_numpy` for the definition). Here it is a single k-way merge of
   the ``k`` weight-sorted candidate lists (one per item of the entering class) that updates the incumbent,
   fathoms by the upper bound and drops dominated candidates in one pass: :math:`O(S k^2)` time (a scan of the
-  ``k`` list heads per candidate; ``k`` is small after the class's reduction), :math:`O(|C|)` memory for the
-  ``|C|`` candidates that pass the pre-test.
+  ``k`` list heads per candidate; ``k`` is small after the class's reduction), :math:`O(S + |K|)` resident
+  memory for the ``|K|`` kept states (the outputs are reserved for all ``S k`` pairs but left uninitialised, so
+  only the pages written are resident; the candidates are never materialised);
+* ``scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr)``: the states' largest bound, whether an
+  upgrade / a downgrade can still improve one, their largest Lagrangian value (twin of
+  :func:`lyra_solver.formulations.mckp.core.scan_numpy`).
 
 Imported lazily; :func:`get_kernels` returns ``None`` when numba is missing or ``LYRA_NO_NUMBA`` is set. The
 compiled code is cached on disk (``cache=True``), so a new process loads it instead of compiling.
@@ -83,15 +87,12 @@ def _make_kernels() -> tuple[Callable, Callable, Callable]:
         loss = np.empty(k, dtype=np.float64)
         for j in range(k):
             loss[j] = alpha * float(dw[j]) - dv[j]
-        n_c = 0
-        for h in range(S):
-            for j in range(k):
-                if lagS[h] - loss[j] > thr:
-                    n_c += 1
-        oW = np.empty(n_c, dtype=np.int64)
-        oV = np.empty(n_c, dtype=np.float64)
-        oP = np.empty(n_c, dtype=np.int64)
-        oI = np.empty(n_c, dtype=np.int64)
+        # outputs sized for every pair but never initialised: only the pages of the kept states are touched
+        size = max(S * k, 1)
+        oW = np.empty(size, dtype=np.int64)
+        oV = np.empty(size, dtype=np.float64)
+        oP = np.empty(size, dtype=np.int64)
+        oI = np.empty(size, dtype=np.int64)
         heads = np.empty(k, dtype=np.int64)
         for j in range(k):
             h = 0

@@ -100,21 +100,24 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
                                backend_status="time limit reached while building the model")
         return None
 
+    # expressions from (variable, coefficient) lists: products of variables and numbers build one temporary
+    # expression per term (several times slower); the limit is checked every 1,024 classes
     prob = pulp.LpProblem("mckp", pulp.LpMaximize)
     xs: list[list[pulp.LpVariable]] = []
+    values, weights, sizes = problem.values.tolist(), problem.weights.tolist(), problem.sizes.tolist()
+    objective: list[tuple[pulp.LpVariable, float]] = []
+    load: list[tuple[pulp.LpVariable, int]] = []
     for i in range(n):
-        xs.append([prob.add_variable(f"x_{i}_{k}", 0, 1, cat="Binary") for k in range(int(problem.sizes[i]))])
-        if i % 4096 == 4095 and (late := out_of_time()):
+        row = [prob.add_variable(f"x_{i}_{k}", 0, 1, cat="Binary") for k in range(sizes[i])]
+        xs.append(row)
+        objective.extend(zip(row, values[i], strict=False))
+        load.extend(zip(row, weights[i], strict=False))
+        prob += pulp.LpConstraint(pulp.LpAffineExpression([(x, 1) for x in row]), pulp.LpConstraintEQ,
+                                  f"class_{i}", 1)
+        if i % 1024 == 1023 and (late := out_of_time()):
             return late
-    prob += pulp.lpSum(float(problem.values[i, k]) * x for i in range(n) for k, x in enumerate(xs[i]))
-    if late := out_of_time():
-        return late
-    for i in range(n):
-        prob += pulp.lpSum(xs[i]) == 1, f"class_{i}"
-        if i % 4096 == 4095 and (late := out_of_time()):
-            return late
-    prob += pulp.lpSum(int(problem.weights[i, k]) * x for i in range(n) for k, x in enumerate(xs[i])) \
-        <= int(problem.capacity), "capacity"
+    prob.setObjective(pulp.LpAffineExpression(objective))
+    prob += pulp.LpConstraint(pulp.LpAffineExpression(load), pulp.LpConstraintLE, "capacity", int(problem.capacity))
     if late := out_of_time():
         return late
     built = time.perf_counter() - start

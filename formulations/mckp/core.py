@@ -2,20 +2,25 @@
 
 Written from the published description of the algorithm (no code of its authors was used). Four phases:
 
-1. **Prepare** (:func:`_prepare`). Per class, drop dominated items and find the upper convex hull
-   (:mod:`lyra_solver.formulations.mckp._lp`); solve the LP relaxation by slopes, found by partitioning the hull
-   increments around median gradients (:func:`lyra_solver.formulations.mckp._lp.fit_prefix`, no full sort): the
-   bound ``U``, the break gradient ``alpha`` and the LP's integral part ``x^LP``. Each class ``i`` gets its
+1. **Prepare** (:func:`_prepare`). Per class, the upper convex hull of its undominated items, in one pass over
+   the items into flat arrays (:class:`lyra_solver.formulations.mckp._lp.FlatHulls`; no reduced ``n x m`` table
+   is written: at 10,000 x 64 writing one cost more than the rest of the solve); the LP relaxation by slopes,
+   found by weighted selection over the hull increments (:func:`lyra_solver.formulations.mckp._lp.fit_prefix`,
+   no full sort): the bound ``U``, the break gradient ``alpha`` and the LP's integral part ``x^LP`` (raw item
+   indices). Each class ``i`` gets its
    *upgrade gradient* ``lam+_i`` (best value per unit of extra weight from its LP item, ``<= alpha``), its
    *downgrade gradient* ``lam-_i`` (least value lost per unit of weight freed, ``>= alpha``) and its regret
-   ``r_i = L_i(LP item) - max_{other j} L_ij`` with ``L_ij = v_ij - alpha w_ij``.
+   ``r_i = L_i(LP item) - max_{other j} L_ij`` with ``L_ij = v_ij - alpha w_ij`` over all its items (dominated
+   items can only lower it: still a valid bound).
 2. **Start** (:func:`_greedy_fill`). The first incumbent is ``x^LP`` filled greedily: the free capacity is
    used by the moves that gain most, in rounds, best value per unit of weight first; on the classic instances
    it ends within a few units of the capacity, so the gap to ``U`` starts small.
 3. **Expand** (the loop of :func:`solve_core`). The core starts with the break class; the other classes wait in
-   an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``) and enter lazily, one
-   at a time, from the list whose head gradient is closer to ``alpha`` among those that can still improve a
-   state. Only an entering class is reduced: its items whose Lagrangian loss alone closes the gap are dropped.
+   an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``), sorted lazily (only
+   the prefix read so far, :class:`_LazyOrder`), and enter one at a time from the list whose head gradient is
+   closer to ``alpha`` among those that can still improve a state (:func:`scan_numpy` and its numba twin read
+   the states once per step). Only an entering class is reduced (:func:`select_numpy`): its dominated items and
+   those whose Lagrangian loss alone closes the gap are dropped.
    A state ``(W, V)`` is a complete solution (core classes chosen, the others at their LP items); states are
    kept sorted by weight with strictly increasing values (dominated states dropped). Adding a class combines
    every state with its items in one *step kernel* (numba, :mod:`lyra_solver.formulations.mckp._numba`, or
@@ -28,18 +33,25 @@ Written from the published description of the algorithm (no code of its authors 
    outside); and, once the state lists grow, the LP relaxation of the classes outside the core,
    ``V + F(c - W)`` (:class:`_LPTail`). The search stops, proven, when no state's bound exceeds the incumbent
    (by the tolerance below), when no state is left, or when both lists are empty.
-5. **Finish** (:func:`_finish`): the incumbent's choice is rebuilt from the parent links of the state lists.
+5. **Finish** (:func:`_finish`): the incumbent's choice is read from the links between the states of
+   successive steps; when those links were dropped to stay within the memory limit, it is rebuilt by replaying
+   the recorded steps with the threshold fixed just below the incumbent (:func:`_rebuild`), which keeps only
+   the states that can still reach it (on the classic instances, a few thousand where the search had millions).
 
 Tolerance: weights are exact integers, values floats. A bound is trusted to
 ``tol = 1e-11 * max(1, |U|, sum_i |v_{i, LP}|)`` (a solution better than the returned one by less than ``tol``
-may be missed; no state better by more than ``tol`` is fathomed). When all values are integers, ``tol = 1/2``:
-a better solution is better by at least 1, so the search stops as soon as the incumbent reaches the bound
-rounded down, and the proof stays exact.
+may be missed; no state better by more than ``tol`` is fathomed). When all values are integers (and
+``n max|v| < 2^50``, so sums are exact), ``tol = 1 - margin`` with ``margin = max(1e-6, 64 ulp(scale))``: a
+better solution is better by at least 1, so a state whose bound is below ``z + 1`` by more than the bound's
+rounding error is fathomed and the search stops as soon as the incumbent reaches the bound rounded down; the
+proof stays exact.
 
-Memory is bounded: before a step, the bytes of the stored state lists plus those of the step's candidates
-(counted exactly by the kernel's ``count``) are compared with ``max_bytes`` (default 1 GiB); past it the search
-stops as a limit does, with status ``feasible``, the incumbent and a proven bound. Nothing is sized by the
-capacity, so huge capacities cost what small ones do.
+Memory is bounded: before a step, the bytes of the links kept so far, the state list and the step's candidates
+(counted exactly by the kernel's ``count`` when the estimate ``S k`` is too large) are compared with half of
+``max_bytes`` (default 1 GiB, :data:`LINK_SHARE`); past it the links are dropped (the choice is rebuilt at the
+end). If the state list and candidates alone exceed ``max_bytes``, the search stops as a limit does, with
+status ``feasible``, the incumbent and a proven bound. Nothing is sized by the capacity, so huge capacities cost
+what small ones do.
 
 Determinism: the numba and numpy kernels compute the same candidates with the same float expressions and break
 ties by the same rules (fewer weight, then lower item position), so they return the same arrays; the path is
@@ -88,8 +100,18 @@ NUMBA_MIN_ITEMS = 5_000
 #: create this many candidates, and is rebuilt each time the core has doubled since.
 TAIL_MIN_CANDIDATES = 20_000
 
+#: The tail is rebuilt (without the classes that entered since) once the core has grown by this factor.
+TAIL_GROWTH = 2.0
+
 #: Bytes per candidate of a step in the memory model (weights, values, parents, items and sort keys).
 BYTES_PER_CANDIDATE = 48
+
+#: The links between states are kept while they, the state list and a step's candidates take at most this
+#: share of ``max_bytes`` (the rest stays for the search once they are dropped).
+LINK_SHARE = 0.5
+
+#: Least margin below 1 of the tolerance on integral values (see the module docstring).
+INT_MARGIN = 1e-6
 
 #: Rounds of the greedy fill of the start solution.
 FILL_ROUNDS = 12
@@ -105,8 +127,10 @@ def default_use_numba(problem: MCKPProblem) -> bool:
 class Incumbent:
     """The best complete solution found so far.
 
-    Either a full choice (``positions``, one position per class into the undominated lists) or a state of the
-    core: the candidate ``(parent, item)`` of step ``step``, rebuilt at the end from the parent links.
+    Either a full choice (``positions``, one raw item index per class) or a state created by core step
+    ``step`` from state ``parent`` and item ``item``. Its choice is read from the links between states while
+    they fit the memory limit; once they do not, they are dropped and the choice is rebuilt at the end by
+    replaying the steps (:func:`_rebuild`), so a long search needs the memory of its current state list only.
     """
 
     value: float
@@ -121,9 +145,21 @@ class Incumbent:
             self.value, self.positions, self.step, self.parent, self.item = value, positions, -1, -1, -1
 
     def offer_state(self, value: float, step: int, parent: int, item: int) -> None:
-        """Take a state of step ``step`` if it is strictly better."""
+        """Take the state of step ``step`` made of state ``parent`` and raw item ``item`` if strictly better."""
         if value > self.value:
             self.value, self.positions, self.step, self.parent, self.item = value, None, step, parent, item
+
+
+@dataclass(frozen=True, eq=False)
+class _StepRecord:
+    """What a core step combined: the entering class, its kept items (raw indices, weights and values relative
+    to its LP item) and the bound parameters of the classes outside the core (for :func:`_rebuild`)."""
+
+    cls: int
+    cand: np.ndarray
+    dw: np.ndarray
+    dv: np.ndarray
+    bounds: tuple
 
 
 @dataclass(frozen=True, eq=False)
@@ -422,7 +458,11 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
     base_v = problem.values[rows, lp.lp_pos]
     tol = REL_TOL * max(1.0, abs(lp.bound), float(np.abs(base_v).sum()))
     if tol < 0.5 and vmax * n < 2.0**50 and integral:
-        tol = 0.5  # integral values: a better solution is better by at least 1 (module docstring)
+        # integral values: a better solution is better by at least 1, so a state whose bound is below z + 1 (by
+        # more than the bound's rounding error) is fathomed (module docstring)
+        scale = max(1.0, abs(lp.bound), float(np.abs(base_v).sum()), vmax * n)
+        margin = max(INT_MARGIN, 64.0 * float(np.spacing(scale)))
+        tol = 1.0 - margin if margin < 0.5 else 0.5
     # gradients from the LP vertex: next hull step up / down (LP optimality: lam_up <= alpha <= lam_dn)
     lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
     lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
@@ -550,8 +590,10 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         Stop (like a limit, backend status ``state_limit``) before a step that would combine more than this
         many state-item pairs.
     max_bytes : int
-        Memory limit of the state lists plus one step's candidates (default :data:`DEFAULT_MAX_BYTES`); past
-        it the search stops with status ``feasible`` (backend status ``memory_limit``), never a crash.
+        Memory limit of the links between states, the state list and one step's candidates (default
+        :data:`DEFAULT_MAX_BYTES`); past it the links are dropped (the choice is rebuilt by a replay), and when
+        the state list and candidates alone exceed it the search stops with status ``feasible`` (backend status
+        ``memory_limit``), never a crash.
     use_numba : bool, optional
         Step kernels compiled by numba (``True``) or numpy (``False``); ``None``: :func:`default_use_numba`.
         Both give the same answer, choice included.
@@ -561,14 +603,16 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     MCKPResult
         ``method="core"``; ``optimal``, ``feasible`` (a limit hit) or ``infeasible``; ``stats`` holds
         ``classes`` (classes that entered the core), ``states`` (states created over all steps),
-        ``max_states`` (longest state list), ``candidates`` (state-item pairs that passed the Lagrangian
-        pre-test), ``free_start`` (free capacity of the start solution) and ``numba`` (1 when the numba kernels
-        ran).
+        ``max_states`` (longest state list), ``candidates`` (state-item pairs combined, ``sum_t S_t k_t``),
+        ``free_start`` (free capacity of the start solution), ``rebuild_states`` (states kept by the replay
+        of :func:`_rebuild`, 0 when the links sufficed) and ``numba`` (1 when the numba kernels ran).
 
     Notes
     -----
-    Running time :math:`O(N \\log m)` for phase 1 (``N`` items, ``m`` per class; the LP in expected
-    :math:`O(N)`), :math:`O(n d)` per fill round, and :math:`O(\\sum_t S_t k_t \\log(S_t k_t))` for the core
+    Running time :math:`O(N)` for phase 1 on classes whose weights increase with the item index (value tables),
+    :math:`O(N \\log m)` otherwise (``N`` items, ``m`` per class; the LP in expected :math:`O(H)` over the ``H``
+    hull vertices), :math:`O(N)` per fill round (less on increasing weights), the replay of :func:`_rebuild` at
+    most once more the steps' work, and :math:`O(\\sum_t S_t k_t \\log(S_t k_t))` for the core
     steps (numpy; :math:`O(\\sum_t S_t k_t^2)` with numba), ``S_t`` the states before step ``t`` and ``k_t`` the
     entering class's items left after its reduction. ``S_t`` is bounded by the distinct state weights within
     the bounds, never by the capacity; it is exponential in the core size in the worst case, as for every exact
@@ -580,7 +624,8 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     cap = problem.capacity
     if use_numba is None:
         use_numba = default_use_numba(problem)
-    stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "numba": 0}
+    stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "rebuild_states": 0,
+             "numba": 0}
     # the front door answered the empty and the infeasible instances
     prep = _prepare(problem, bool(use_numba))
     if isinstance(prep, LPRelaxation):
@@ -598,7 +643,8 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         if inc.positions is pos:
             stats["free_start"] = room
     if lp.bound - inc.value <= tol:
-        return _finish(problem, prep, inc, [], [], [], lp.bound, True, start, "lp-bound", stats)
+        return _finish(problem, prep, inc, inc.positions, [], [], [], (step_numpy, count_numpy), max_bytes, lp.bound,
+                       True, start, "lp-bound", stats)
 
     # phase 3: expand the core
     multi = prep.hulls.counts > 1  # more than one undominated item
@@ -617,10 +663,13 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         return (float(prep.lam_up[a]) if a >= 0 else 0.0, float(prep.lam_dn[b]) if b >= 0 else np.inf,
                 float(prep.regret[c]) if c >= 0 else np.inf)
 
+    fallback = inc.positions
     W = np.array([int(prep.base_w.sum())], dtype=np.int64)
     V = np.array([float(prep.base_v.sum())], dtype=np.float64)
     order: list[int] = []
-    parents: list[np.ndarray] = []
+    records: list[_StepRecord] = []
+    parents: list[np.ndarray] | None = []  # links between states while they fit the memory limit
+    item_t = np.int16 if problem.weights.shape[1] < 2**15 else np.int64
     items: list[np.ndarray] = []
     hist_bytes = 0
     tail = None
@@ -667,7 +716,7 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         t = len(order) - 1
         lam_up, lam_dn, r_next = outside_params()
         S, k = W.shape[0], cand.shape[0]
-        if S * k >= TAIL_MIN_CANDIDATES and (tail is None or len(order) >= 2 * tail_core):
+        if S * k >= TAIL_MIN_CANDIDATES and (tail is None or len(order) >= TAIL_GROWTH * tail_core):
             tail = _LPTail(prep.hulls, lp.levels, ~lists.in_core)
             tail_core = len(order)
             xu, yu, xd, yd = tail.xu, tail.yu, tail.xd, tail.yd
@@ -675,21 +724,27 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             note = "state_limit"
             order.pop()
             break
-        need = hist_bytes + 16 * S + BYTES_PER_CANDIDATE * S * k
-        if need > max_bytes:
+        n_cand = S * k  # candidates of the step: the estimate, counted exactly when it matters
+        if parents is not None and hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > LINK_SHARE * max_bytes:
             n_cand = count(W, V, dw, dv, cap, thr, alpha)
-            if hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
+            if hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > LINK_SHARE * max_bytes:
+                parents, items, hist_bytes = None, [], 0  # drop the links: the incumbent will be rebuilt
+        if 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
+            if n_cand == S * k:
+                n_cand = count(W, V, dw, dv, cap, thr, alpha)
+            if 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
                 note = "memory_limit"
                 order.pop()
                 break
-        nW, nV, par, itm, best_v, best_p, best_j = step(W, V, dw, dv, cap, inc.value, tol, alpha, lam_up, lam_dn,
-                                                        r_next, xu, yu, xd, yd)
+        bounds = (lam_up, lam_dn, r_next, xu, yu, xd, yd)
+        nW, nV, par, itm, best_v, best_p, best_j = step(W, V, dw, dv, cap, inc.value, tol, alpha, *bounds)
+        records.append(_StepRecord(i, cand, dw, dv, bounds))
         if best_p >= 0:
             inc.offer_state(float(best_v), t, int(best_p), int(cand[best_j]))
-        idx_t = np.int32 if S < 2**31 else np.int64
-        parents.append(np.asarray(par).astype(idx_t))
-        items.append(cand[np.asarray(itm)].astype(np.int16 if problem.weights.shape[1] < 2**15 else np.int64))
-        hist_bytes += parents[-1].nbytes + items[-1].nbytes
+        if parents is not None:
+            parents.append(np.asarray(par).astype(np.int32 if S < 2**31 else np.int64))
+            items.append(cand[np.asarray(itm)].astype(item_t))
+            hist_bytes += parents[-1].nbytes + items[-1].nbytes
         W, V = np.asarray(nW), np.asarray(nV)
         stats["states"] += int(W.shape[0])
         stats["max_states"] = max(stats["max_states"], int(W.shape[0]))
@@ -704,25 +759,79 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         open_ub = float(np.max(state_bounds(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd))) \
             if W.shape[0] else -np.inf
         bound = max(inc.value, min(lp.bound, open_ub))
-    return _finish(problem, prep, inc, order, parents, items, bound, proven, start, note, stats)
+    return _finish(problem, prep, inc, fallback, records, parents, items, (step, count), max_bytes, bound, proven,
+                   start, note, stats)
 
 
-def _finish(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, order: list[int], parents: list[np.ndarray],
-            items: list[np.ndarray], bound: float, proven: bool, start: float, note: str,
+def _rebuild(problem: MCKPProblem, prep: _Prepared, records: list[_StepRecord], target: float, last: int,
+             step: Callable, count: Callable, max_bytes: int, stats: dict[str, int]) -> np.ndarray | None:
+    """Rebuild the choice of an incumbent state of value ``target`` created by step ``last``.
+
+    The steps ``0..last`` are replayed with their recorded items and bound parameters, now keeping parent links,
+    but with the threshold fixed at ``target - tol`` (below the incumbent, so every state on its path, or one
+    dominating it, survives; states that cannot reach ``target`` are dropped from the start, not only once the
+    incumbent has grown). The replay stops at the first step whose best feasible state reaches ``target`` and
+    follows the links back. Memory: the links of the states that can still reach ``target``, under
+    ``max_bytes``; ``None`` when that would be exceeded. Records ``rebuild_states`` in ``stats``.
+    """
+    cap, tol, alpha = problem.capacity, prep.tol, prep.lp.alpha
+    z = target - 2.0 * tol  # threshold z + tol = target - tol
+    W = np.array([int(prep.base_w.sum())], dtype=np.int64)
+    V = np.array([float(prep.base_v.sum())], dtype=np.float64)
+    parents: list[np.ndarray] = []
+    items: list[np.ndarray] = []
+    hist = 0
+    stats["rebuild_states"] = 0
+    for s, rec in enumerate(records[: last + 1]):
+        S, k = W.shape[0], rec.cand.shape[0]
+        if hist + 16 * S + BYTES_PER_CANDIDATE * S * k > max_bytes and \
+                hist + 16 * S + BYTES_PER_CANDIDATE * count(W, V, rec.dw, rec.dv, cap, z + tol, alpha) > max_bytes:
+            return None
+        nW, nV, par, itm, best_v, best_p, best_j = step(W, V, rec.dw, rec.dv, cap, z, tol, alpha, *rec.bounds)
+        if best_p >= 0 and best_v >= target:
+            pos = prep.lp.lp_pos.copy()
+            pos[rec.cls] = rec.cand[best_j]
+            idx = int(best_p)
+            for r in range(s - 1, -1, -1):
+                pos[records[r].cls] = int(items[r][idx])
+                idx = int(parents[r][idx])
+            return pos
+        parents.append(np.asarray(par).astype(np.int32 if S < 2**31 else np.int64))
+        items.append(rec.cand[np.asarray(itm)].astype(np.int16 if problem.weights.shape[1] < 2**15 else np.int64))
+        hist += parents[-1].nbytes + items[-1].nbytes
+        W, V = np.asarray(nW), np.asarray(nV)
+        stats["rebuild_states"] += int(W.shape[0])
+    return None
+
+
+def _finish(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, fallback: np.ndarray, records: list[_StepRecord],
+            parents: list[np.ndarray] | None, items: list[np.ndarray], kernels: tuple[Callable, Callable],
+            max_bytes: int, bound: float, proven: bool, start: float, note: str,
             stats: dict[str, int]) -> MCKPResult:
-    """Phase 5: rebuild the incumbent's choice from the parent links and assemble the result."""
+    """Phase 5: the incumbent's choice (from the links between states, or rebuilt by :func:`_rebuild` when they
+    were dropped) and the result.
+
+    Should the rebuild not fit ``max_bytes``, the best full choice (``fallback``, the start solution) is
+    returned, with status ``feasible`` and the proven bound (backend status ``rebuild_memory_limit``)."""
     rows = np.arange(problem.n_classes)
     if inc.positions is not None:
         pos = np.asarray(inc.positions, dtype=np.int64).copy()
-    else:
+    elif parents is not None:
         pos = prep.lp.lp_pos.copy()
-        pos[order[inc.step]] = inc.item
+        pos[records[inc.step].cls] = inc.item
         idx = inc.parent
         for s in range(inc.step - 1, -1, -1):
-            pos[order[s]] = int(items[s][idx])
+            pos[records[s].cls] = int(items[s][idx])
             idx = int(parents[s][idx])
-    choice = pos
+    else:
+        got = _rebuild(problem, prep, records, inc.value, inc.step, kernels[0], kernels[1], max_bytes, stats)
+        if got is None:
+            pos = np.asarray(fallback, dtype=np.int64).copy()
+            bound = max(bound, inc.value)
+            proven, note = False, "rebuild_memory_limit"
+        else:
+            pos = got
     if proven:
         bound = float(problem.values[rows, pos].sum())
-    return make_result(problem, choice, bound, proven=proven, start=start, method="core", backend_status=note,
+    return make_result(problem, pos, bound, proven=proven, start=start, method="core", backend_status=note,
                        stats=stats)

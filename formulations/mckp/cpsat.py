@@ -89,13 +89,28 @@ def solve_cpsat(problem: MCKPProblem, *, time_limit: float | None = None, num_wo
     rows, cols = np.nonzero(valid)
     w = problem.weights[rows, cols]
     q, s = scale_values(problem.values[rows, cols], n)
+    deadline = None if time_limit is None else start + float(time_limit)
+
+    def late() -> bool:  # model building (Python, O(items)) counts against the limit
+        return deadline is not None and time.perf_counter() >= deadline
+
+    def out_of_time() -> MCKPResult:
+        return make_result(problem, None, None, proven=False, start=start, method="cpsat",
+                           backend_status="time limit reached while building the model")
+
     model = cp_model.CpModel()
     x = [model.new_bool_var(f"x{i}_{k}") for i, k in zip(rows.tolist(), cols.tolist(), strict=True)]
+    if late():
+        return out_of_time()
     first = np.concatenate([[0], np.cumsum(problem.sizes)])
     for i in range(n):
         model.add_exactly_one(x[first[i]:first[i + 1]])
+        if i % 4096 == 4095 and late():
+            return out_of_time()
     model.add(cp_model.LinearExpr.weighted_sum(x, w.tolist()) <= problem.capacity)
     model.maximize(cp_model.LinearExpr.weighted_sum(x, q.tolist()))
+    if late():
+        return out_of_time()
     solver = cp_model.CpSolver()
     if time_limit is not None:  # the model building counts: CP-SAT gets the time left
         solver.parameters.max_time_in_seconds = max(float(time_limit) - (time.perf_counter() - start), 1e-3)

@@ -417,3 +417,21 @@ def test_ray_backend_without_ray_exits_2(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and "--backend" in err and "ray" in err, err
     assert not (tmp_path / "o").exists()
+
+
+@needs_data
+def test_tiresias_threshold_option(tmp_path, capsys):
+    import json
+
+    rc1, a = _cli(tmp_path, "a", "--policy", "tiresias")
+    rc2, b = _cli(tmp_path, "b", "--policy", "tiresias", "--tiresias-threshold", "60")
+    assert rc1 == rc2 == 0
+    sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
+    assert (sa["meta"]["tiresias_threshold"], sb["meta"]["tiresias_threshold"]) == (3600.0, 60.0)
+    # a one-minute first queue: new jobs displace old ones far more often
+    assert sb["policies"]["tiresias"]["preemptions"] > sa["policies"]["tiresias"]["preemptions"]
+    capsys.readouterr()
+    for bad in ("0", "-5", "inf", "nan"):
+        assert main(["simulate", "--trace", str(PHILLY), "--policy", "tiresias", "--tiresias-threshold", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--tiresias-threshold" in err and len(err.splitlines()) == 1

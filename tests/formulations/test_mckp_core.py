@@ -161,6 +161,20 @@ def test_memory_limit_returns_feasible_with_valid_bound(use_numba):
     assert other.choice == res.choice and other.bound == res.bound
 
 
+@pytest.mark.parametrize(("seed", "max_bytes"), [(3, 3_000_000), (6, 1_000_000)])
+def test_links_dropped_under_the_memory_limit_choice_rebuilt(seed, max_bytes):
+    """A limit that holds the state lists but not the links between them: the links are dropped, the search
+    still proves the optimum and the incumbent's choice is rebuilt by replaying the steps (both paths alike)."""
+    p = _strongly(150, 10, seed)
+    full = solve_core(p)
+    ws, vs = p.to_ragged()
+    got = [solve_core(p, max_bytes=max_bytes, use_numba=nb) for nb in (False, True)]
+    for res in got:
+        assert res.status is Status.OPTIMAL and res.stats["rebuild_states"] > 0
+        assert checked(ws, vs, p.capacity, res) == full.objective
+    assert got[0].choice == got[1].choice and full.stats["rebuild_states"] == 0
+
+
 _ORDER_SCRIPT = textwrap.dedent("""
     import json, sys
     import numpy as np

@@ -126,3 +126,68 @@ def test_options_round_trip():
     snap = io.parse_snapshot(json.dumps(raw).encode())
     assert snap.options.packing == "lucid" and snap.options.packing_overhead == 0.1
     assert msgspec.json.decode(io.encode(snap))["options"]["packing_policy"] == "makespan"
+
+
+def _two_hosts_one_guest(mem: dict | None = None):
+    tp = {"kind": "power", "rate_per_worker": 1.0, "exponent": 1.0}
+    raw = {"format_version": 1,
+           "servers": [{"id": s, "pool": "training", "gpus": 1, "gpu_mem_gb": (mem or {}).get(s, 80.0)}
+                       for s in ("t0", "t1")],
+           "jobs": [{"id": "a", "min_workers": 1, "max_workers": 1, "remaining_work": 5000.0, "throughput": tp,
+                     "placement": {"t0": 1}, "packing": {"gpu_util": 0.5, "gpu_mem_gb": 10.0}},
+                    {"id": "b", "min_workers": 1, "max_workers": 1, "remaining_work": 9000.0, "throughput": tp,
+                     "placement": {"t1": 1}, "packing": {"gpu_util": 0.4, "gpu_mem_gb": 10.0}},
+                    {"id": "g", "min_workers": 1, "max_workers": 1, "remaining_work": 800.0, "throughput": tp,
+                     "packing": {"gpu_util": 0.3, "gpu_mem_gb": 10.0}}]}
+    return raw, io.parse_snapshot(json.dumps(raw).encode())
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_keep_packing_keeps_a_guest_on_its_host_gpus(method):
+    """The guest goes to one host without ``keep_packing``; told it shared the other host's GPU last round, it
+    stays there (re-pairing would restart it), and every decision passes the checker. Entries that no longer
+    match (an unknown host, other GPUs, a server whose memory no longer fits) are ignored."""
+    from lyra_solver.types import PackingGroup
+
+    raw, snap = _two_hosts_one_guest()
+    run = dict(packing=method, time_limit=1.0, deterministic=True)
+    free = decide(snap, **run)
+    assert [g.jobs for g in free.packing] and free.packing[0].jobs[1] == "g"
+    first = free.packing[0].jobs[0]
+    other, at = ("b", "t1") if first == "a" else ("a", "t0")
+    kept = decide(snap, **run, keep_packing=[PackingGroup(server=at, gpus=1, jobs=[other, "g"],
+                                                          shares={other: 1.0, "g": 1.0})])
+    assert [(g.server, g.jobs) for g in kept.packing] == [(at, [other, "g"])]
+    assert kept.jobs["g"].placement == {at: 1}
+    for out in (free, kept):
+        found = check_decision(raw, json.loads(io.encode(out)))
+        assert found == [], format_violations(found)
+    for stale in (PackingGroup(server=at, gpus=1, jobs=["zz", "g"], shares={"zz": 1.0, "g": 1.0}),
+                  PackingGroup(server="t0" if at == "t1" else "t1", gpus=1, jobs=[other, "g"],
+                               shares={other: 1.0, "g": 1.0}),
+                  PackingGroup(server=at, gpus=2, jobs=[other, "g"], shares={other: 1.0, "g": 1.0})):
+        assert io.encode(decide(snap, **run, keep_packing=[stale])) == io.encode(free)
+    _, small = _two_hosts_one_guest({at: 15.0})  # the pair's 20 GB no longer fits where it was
+    keep = [PackingGroup(server=at, gpus=1, jobs=[other, "g"], shares={other: 1.0, "g": 1.0})]
+    assert [g.jobs for g in decide(small, **run, keep_packing=keep).packing] == [[first, "g"]]
+
+
+@given(st.integers(0, 10_000), st.sampled_from(METHODS), st.floats(0.2, 1.0))
+def test_next_round_with_keep_packing_passes_the_checker(seed, method, progress):
+    """A round, its decision carried out (``apply_decision``: guests back to the queue), the jobs' work partly
+    done, then the next round told the last packing: every rule still holds (any ``gpus_per_worker``) and the
+    same inputs give the same bytes."""
+    from lyra_solver.apply import apply_decision
+
+    raw = with_profiles(generate_snapshot(servers=6, jobs=24, seed=seed, running_share=0.8), seed, deadlines=False)
+    snap = io.parse_snapshot(json.dumps(raw).encode())
+    run = dict(packing=method, time_limit=0.3, deterministic=True)
+    first = decide(snap, **run)
+    nxt = apply_decision(snap, first)
+    nxt = msgspec.structs.replace(nxt, jobs=[msgspec.structs.replace(j, remaining_work=j.remaining_work * progress)
+                                             for j in nxt.jobs])
+    raw2 = msgspec.to_builtins(nxt)
+    second = decide(nxt, **run, keep_packing=first.packing)
+    found = check_decision(raw2, json.loads(io.encode(second)))
+    assert found == [], format_violations(found)
+    assert io.encode(decide(nxt, **run, keep_packing=first.packing)) == io.encode(second)
