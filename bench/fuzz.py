@@ -319,6 +319,14 @@ def _overrun_cases(scale: float, seed: int) -> list[tuple[str, str, dict]]:
     huge["jobs"].append({"id": "huge", "min_workers": 1, "max_workers": 100_000, "remaining_work": 1e9,
                          "throughput": {"kind": "power", "rate_per_worker": 100.0, "exponent": 0.9}})
     cases.append(("decide + one 1..100,000-worker job", "decide", huge))
+    # small enough for the placement ILP (job x server pairs), every job with a packing profile
+    servers, jobs = max(4, int(100 * scale)), max(4, int(400 * scale))
+    packed = generate_snapshot(servers=servers, jobs=jobs, seed=seed, running_share=0.7, reclaim=max(1, servers // 10))
+    prng = random.Random(seed)
+    for job in packed["jobs"]:
+        job["packing"] = {"gpu_util": prng.choice([0.23, 0.32, 0.47, 0.65, 0.81, 1.0]),
+                          "gpu_mem_gb": round(prng.uniform(1, 60), 1), "app": prng.choice(["resnet", "bert", "ncf"])}
+    cases.append((f"decide {servers}x{jobs} with packing profiles", "decide", packed))
     return cases
 
 

@@ -55,8 +55,12 @@ def _exact(problem: PackingProblem, time_limit: float, deterministic: bool) -> P
     greedy = gimbal_greedy(problem)
     hint = (greedy.assignment, [max(0, round(s * 10) - 1) for s in greedy.guest_share],
             [max(0, round(s * 10) - 1) for s in greedy.host_share])
-    return solve_packing(problem, method="exact", time_limit=time_limit, hint=hint,
-                         deterministic_limit=deterministic)
+    res = solve_packing(problem, method="exact", time_limit=time_limit, hint=hint,
+                        deterministic_limit=deterministic)
+    if res.assignment is None:  # the caller's fallback, without computing the greedy answer a second time
+        log.warning("packing exact gave %s (%s); falling back to Gimbal's greedy", res.status, res.backend_status)
+        return greedy
+    return res
 
 
 def _server_gpus(snapshot: Snapshot) -> int:

@@ -234,7 +234,7 @@ def test_overrun_check_times_every_run_against_its_limit(tmp_path):
                             methods=("greedy", "highs"))
     assert [(r.case.split()[0], r.method) for r in results] == [
         ("mckp", "greedy"), ("mckp", "highs"), ("mckp", "greedy"), ("mckp", "highs"),
-        *[("decide", label) for label in OVERRUN_DECIDE] * 2]
+        *[("decide", label) for label in OVERRUN_DECIDE] * 3]
     for r in results:
         assert r.returncode == 0 and r.solver_s is not None, r
         assert r.overrun_s == pytest.approx(r.solver_s - 1.0) and r.process_s >= r.solver_s

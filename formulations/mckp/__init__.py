@@ -8,8 +8,9 @@ Methods (``solve_mckp(..., method=...)``):
 
 ========== ==================================================================================
 ``auto``   our fastest exact method (``core``)
-``core``   dominance + LP-dominance reduction, LP bound by slopes, core expansion by regret with
-           dynamic programming over sorted (weight, value) states (:mod:`lyra_solver.formulations.mckp.core`)
+``core``   Pisinger's minimal algorithm: LP bound by slopes over the classes' hulls, a greedily filled start,
+           a core that classes enter lazily by gradient (reduced on entry), dynamic programming over sorted
+           (weight, value) states with LP bounds (:mod:`lyra_solver.formulations.mckp.core`)
 ``bb``     alias of ``core`` (the state DP fathoms with LP bounds: a breadth-first branch and bound)
 ``dp``     plain dynamic programming over capacity (:mod:`lyra_solver.formulations.mckp.dp`), small capacities only
 ``cpsat``  OR-Tools CP-SAT on integer-scaled values (:mod:`lyra_solver.formulations.mckp.cpsat`)

@@ -101,11 +101,23 @@ def solve_cpsat(problem: PackingProblem, *, time_limit: float | None = None, num
     if C == 0:
         return make_result(problem, [-1] * Q, [0] * Q, [0] * Q, 0.0, proven=True, start=start, method="cpsat",
                            backend_status="empty")
+    # the model building (Python, O(candidates x share pairs)) counts against a wall-clock limit
+    deadline = None if time_limit is None or deterministic_limit else start + float(time_limit)
+
+    def late(i: int) -> bool:
+        return deadline is not None and i % 256 == 255 and time.perf_counter() >= deadline
+
+    def out_of_time() -> PackingResult:
+        return make_result(problem, None, None, None, None, proven=False, start=start, method="cpsat",
+                           backend_status="time limit reached while building the model")
+
     model = cp_model.CpModel()
     xs: list[tuple[int, int, int, cp_model.IntVar]] = []
     by_guest: list[list] = [[] for _ in range(Q)]
     by_host: list[list[tuple[int, int, int, cp_model.IntVar]]] = [[] for _ in range(H)]
     for c in range(C):
+        if late(c):
+            return out_of_time()
         for k, l in pareto_pairs(problem, c):
             v = model.new_bool_var(f"x{c}_{k}_{l}")
             xs.append((c, k, l, v))
@@ -155,6 +167,8 @@ def solve_cpsat(problem: PackingProblem, *, time_limit: float | None = None, num
         return lv, ge
 
     for h in range(H):
+        if late(h):
+            return out_of_time()
         if not by_host[h]:
             continue
         t_h = float(problem.host_time[h])
@@ -237,6 +251,8 @@ def solve_cpsat(problem: PackingProblem, *, time_limit: float | None = None, num
     variables = [e[0] for e in merged.values()]
     q, scale = scale_values(np.array([e[1] for e in merged.values()], dtype=np.float64), len(variables) + 64)
     model.maximize(cp_model.LinearExpr.weighted_sum(variables, q.tolist()))
+    if late(255):
+        return out_of_time()
     solver = cp_model.CpSolver()
     if time_limit is not None and deterministic_limit:
         solver.parameters.max_deterministic_time = max(float(time_limit), 1e-3)

@@ -317,3 +317,29 @@ def test_compiled_fit_prefix_equals_numpy(seed):
         t_ref, b_ref, u_ref = fit_prefix(key, weight, room)
         t_got, b_got, u_got = get_phase_kernels()[0](key, weight, room)
         assert np.array_equal(t_ref, t_got) and int(b_got) == b_ref and int(u_got) == u_ref
+
+
+_CACHE_SCRIPT = textwrap.dedent("""
+    import json
+    import numpy as np
+    from lyra_solver.formulations.mckp import MCKPProblem
+    from lyra_solver.formulations.mckp import _nbkernels as nb
+    from lyra_solver.formulations.mckp.core import solve_core
+
+    rng = np.random.default_rng(7)
+    w = np.cumsum(rng.integers(1, 50, (800, 8)), axis=1)
+    v = (w + rng.integers(-5, 6, (800, 8))).astype(float)
+    p = MCKPProblem.from_padded(w, v, np.full(800, 8), int(w[:, 3].sum()))
+    solve_core(p, use_numba=True, max_bytes=200_000)  # links dropped: the replay runs too
+    misses = {name: sum(f.stats.cache_misses.values()) for name, f in vars(nb).items()
+              if hasattr(f, "stats") and f.signatures}
+    print(json.dumps(misses))
+""")
+
+
+def test_compiled_kernels_load_from_the_disk_cache():
+    """A second process loads every kernel it calls from numba's disk cache instead of compiling it (a kernel
+    calling another held in a closure was compiled again in every process: seconds on each first solve)."""
+    runs = [json.loads(subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], capture_output=True, text=True,
+                                      check=True).stdout) for _ in range(2)]
+    assert runs[1] and all(m == 0 for m in runs[1].values()), runs[1]

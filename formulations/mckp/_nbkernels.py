@@ -1,0 +1,673 @@
+"""The numba kernels of the exact MCKP core, at module level so that numba's disk cache holds every one of them.
+
+Imported only by :mod:`lyra_solver.formulations.mckp._numba` (lazily, when numba is installed), which documents
+them and hands them out. Kept out of closures on purpose: a cached kernel that calls another kernel held in a
+closure cell is compiled again in every process (the cell's content is part of the cache key and differs
+between processes), which cost about 6 s of CPU on the first solve; module-level callees are cached once.
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True)
+def count(W, V, dw, dv, cap, thr, alpha):  # pragma: no cover - compiled
+    S = W.shape[0]
+    k = dw.shape[0]
+    total = 0
+    for h in range(S):
+        lag_h = V[h] + alpha * float(cap - W[h])
+        for j in range(k):
+            if lag_h - (alpha * float(dw[j]) - dv[j]) > thr:
+                total += 1
+    return total
+
+@numba.njit(cache=True, nogil=True)
+def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd):  # pragma: no cover
+    S = W.shape[0]
+    k = dw.shape[0]
+    # 1. incumbent: per item, the heaviest state that fits has the largest value (values increase)
+    best_v = z
+    best_w = 0
+    best_p = -1
+    best_j = -1
+    for j in range(k):
+        h = np.searchsorted(W, cap - dw[j], side="right") - 1
+        if h >= 0:
+            v = V[h] + dv[j]
+            w = W[h] + dw[j]
+            if v > best_v or (best_p >= 0 and v == best_v and (w < best_w or (w == best_w and j < best_j))):
+                best_v = v
+                best_w = w
+                best_p = h
+                best_j = j
+    thr = best_v + tol
+    # 2. Lagrangian pre-test and list heads
+    lagS = np.empty(S, dtype=np.float64)
+    for h in range(S):
+        lagS[h] = V[h] + alpha * float(cap - W[h])
+    loss = np.empty(k, dtype=np.float64)
+    for j in range(k):
+        loss[j] = alpha * float(dw[j]) - dv[j]
+    # outputs sized for every pair but never initialised: only the pages of the kept states are touched
+    size = max(S * k, 1)
+    oW = np.empty(size, dtype=np.int64)
+    oV = np.empty(size, dtype=np.float64)
+    oP = np.empty(size, dtype=np.int64)
+    oI = np.empty(size, dtype=np.int64)
+    heads = np.empty(k, dtype=np.int64)
+    for j in range(k):
+        h = 0
+        while h < S and not (lagS[h] - loss[j] > thr):
+            h += 1
+        heads[j] = h
+    has_tail = xu.shape[0] > 0
+    nu = xu.shape[0]
+    pu = nu - 1
+    pd = 0
+    run_max = -np.inf
+    cnt = 0
+    # 3. merge by (weight, item): fathom and drop dominated candidates
+    while True:
+        jb = -1
+        wb = 0
+        for j in range(k):
+            h = heads[j]
+            if h < S:
+                w = W[h] + dw[j]
+                if jb < 0 or w < wb:
+                    jb = j
+                    wb = w
+        if jb < 0:
+            break
+        h = heads[jb]
+        nxt = h + 1
+        while nxt < S and not (lagS[nxt] - loss[jb] > thr):
+            nxt += 1
+        heads[jb] = nxt
+        v = V[h] + dv[jb]
+        w = wb
+        if not (v > run_max):
+            continue
+        run_max = v
+        r = float(cap - w)
+        ub = v + lam_up * r if r >= 0.0 else v + lam_dn * r
+        b2 = v + alpha * r - r_next
+        if b2 < ub:
+            ub = b2
+        if has_tail:
+            if r >= 0.0:
+                while xu[pu] > r:
+                    pu -= 1
+                if pu == nu - 1:
+                    b3 = v + yu[nu - 1]
+                else:
+                    b3 = v + (yu[pu] + (r - xu[pu]) * (yu[pu + 1] - yu[pu]) / (xu[pu + 1] - xu[pu]))
+            else:
+                e = -r
+                if e > xd[xd.shape[0] - 1]:
+                    b3 = -np.inf
+                else:
+                    while xd[pd + 1] < e:
+                        pd += 1
+                    b3 = v - (yd[pd] + (e - xd[pd]) * (yd[pd + 1] - yd[pd]) / (xd[pd + 1] - xd[pd]))
+            if b3 < ub:
+                ub = b3
+        if ub > thr:
+            if cnt > 0 and oW[cnt - 1] == w:
+                cnt -= 1
+            oW[cnt] = w
+            oV[cnt] = v
+            oP[cnt] = h
+            oI[cnt] = jb
+            cnt += 1
+    return oW[:cnt].copy(), oV[:cnt].copy(), oP[:cnt].copy(), oI[:cnt].copy(), best_v, best_p, best_j
+
+@numba.njit(cache=True, nogil=True)
+def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # pragma: no cover - compiled
+    """Twin of ``core.scan_numpy``: the largest state bound, whether a feasible / an overfull state can still
+    gain by an upgrade / a downgrade, and the largest Lagrangian value of a state."""
+    S = W.shape[0]
+    has_tail = xu.shape[0] > 0
+    nu = xu.shape[0]
+    pu = nu - 1
+    pd = 0
+    ub_max = -np.inf
+    lag_max = -np.inf
+    need_up = False
+    need_dn = False
+    for h in range(S):
+        v = V[h]
+        r = float(cap - W[h])
+        if r >= 0.0:
+            ub = v + lam_up * r
+            if ub > thr:
+                need_up = True
+        else:
+            ub = v + lam_dn * r
+            if ub > thr:
+                need_dn = True
+        b2 = v + alpha * r - r_next
+        lag = v + alpha * r
+        if lag > lag_max:
+            lag_max = lag
+        if b2 < ub:
+            ub = b2
+        if has_tail:
+            if r >= 0.0:
+                while xu[pu] > r:
+                    pu -= 1
+                if pu == nu - 1:
+                    b3 = v + yu[nu - 1]
+                else:
+                    b3 = v + (yu[pu] + (r - xu[pu]) * (yu[pu + 1] - yu[pu]) / (xu[pu + 1] - xu[pu]))
+            else:
+                e = -r
+                if e > xd[xd.shape[0] - 1]:
+                    b3 = -np.inf
+                else:
+                    while xd[pd + 1] < e:
+                        pd += 1
+                    b3 = v - (yd[pd] + (e - xd[pd]) * (yd[pd + 1] - yd[pd]) / (xd[pd + 1] - xd[pd]))
+            if b3 < ub:
+                ub = b3
+        if ub > ub_max:
+            ub_max = ub
+    return ub_max, need_up, need_dn, lag_max
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
+    """Undominated items of class ``i`` (into ``cw, cv, ci``: sorted by weight, strictly increasing weights
+    and values) and their upper hull (positions into ``hp``); returns ``(undominated, vertices, sorted)``,
+    ``sorted`` when the class's raw weights strictly increase."""
+    inc = True
+    for j in range(1, k):
+        if weights[i, j] <= weights[i, j - 1]:
+            inc = False
+            break
+    c = 0
+    if inc:
+        best = values[i, 0]
+        cw[0] = weights[i, 0]
+        cv[0] = best
+        ci[0] = 0
+        c = 1
+        for j in range(1, k):
+            v = values[i, j]
+            if v > best:
+                best = v
+                cw[c] = weights[i, j]
+                cv[c] = v
+                ci[c] = j
+                c += 1
+    else:
+        if k <= 16:
+            # insertion sort by (weight asc, value desc, index asc): the lexsort of the numpy path
+            for j in range(k):
+                order[j] = j
+            for a in range(1, k):
+                x = order[a]
+                b = a - 1
+                while b >= 0:
+                    y = order[b]
+                    if weights[i, y] > weights[i, x] or (weights[i, y] == weights[i, x]
+                                                        and (values[i, y] < values[i, x]
+                                                             or (values[i, y] == values[i, x] and y > x))):
+                        order[b + 1] = y
+                        b -= 1
+                    else:
+                        break
+                order[b + 1] = x
+        else:
+            o1 = np.argsort(-values[i, :k], kind="mergesort")
+            o2 = np.argsort(weights[i, :k][o1], kind="mergesort")
+            for j in range(k):
+                order[j] = o1[o2[j]]
+        best = -np.inf
+        for a in range(k):
+            x = order[a]
+            if a == 0 or values[i, x] > best:
+                cw[c] = weights[i, x]
+                cv[c] = values[i, x]
+                ci[c] = x
+                c += 1
+            if values[i, x] > best:
+                best = values[i, x]
+    # upper hull: monotone chain, popping a vertex on or below the segment
+    top = 1
+    hp[0] = 0
+    for j in range(1, c):
+        wj = float(cw[j])
+        vj = cv[j]
+        while top >= 2:
+            a_ = hp[top - 2]
+            b_ = hp[top - 1]
+            wa = float(cw[a_])
+            va = cv[a_]
+            wb = float(cw[b_])
+            vb = cv[b_]
+            if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
+                top -= 1
+            else:
+                break
+        hp[top] = j
+        top += 1
+    return c, top, inc
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _sorted_hull(weights, values, i, k, sw, sv, si):  # pragma: no cover - compiled
+    """Upper hull of class ``i`` in one sweep when its raw weights strictly increase (into the stack ``sw,
+    sv, si``): dominated items are skipped on the fly, the chain pops as ``_class_reduce`` does. Returns
+    the vertex count, or ``-1`` at the first weight that does not increase (the caller sorts instead)."""
+    best = values[i, 0]
+    sw[0] = float(weights[i, 0])
+    sv[0] = best
+    si[0] = 0
+    top = 1
+    prev = weights[i, 0]
+    for j in range(1, k):
+        wi = weights[i, j]
+        if wi <= prev:
+            return -1
+        prev = wi
+        vj = values[i, j]
+        if not (vj > best):
+            continue
+        best = vj
+        wj = float(wi)
+        while top >= 2:
+            wa = sw[top - 2]
+            va = sv[top - 2]
+            wb = sw[top - 1]
+            vb = sv[top - 1]
+            if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
+                top -= 1
+            else:
+                break
+        sw[top] = wj
+        sv[top] = vj
+        si[top] = j
+        top += 1
+    return top
+
+@numba.njit(cache=True, nogil=True)
+def prepare_hulls(weights, values, sizes):  # pragma: no cover - compiled
+    """Upper hulls of every class in flat arrays (twin of ``core._hulls_numpy``): ``start`` (``n + 1``
+    offsets), vertex ``items`` (raw item indices), ``weights``, ``values``; per class whether its raw
+    weights strictly increase; the largest ``|value|`` and whether every value is integral.
+
+    One pass over the classes; the undominated items are kept only in per-class scratch buffers, so the
+    memory written is that of the hulls (a few vertices per class), not of an ``n x m`` table."""
+    n, m = weights.shape
+    mm = max(m, 1)
+    order = np.empty(mm, dtype=np.int64)
+    cw = np.empty(mm, dtype=np.int64)
+    cv = np.empty(mm, dtype=np.float64)
+    ci = np.empty(mm, dtype=np.int64)
+    chp = np.empty(mm, dtype=np.int64)
+    total = 0
+    for i in range(n):
+        total += sizes[i]
+    start = np.empty(n + 1, dtype=np.int64)
+    hi = np.empty(max(total, 1), dtype=np.int64)
+    hw = np.empty(max(total, 1), dtype=np.int64)
+    hv = np.empty(max(total, 1), dtype=np.float64)
+    srt = np.empty(n, dtype=np.bool_)
+    sw = np.empty(mm, dtype=np.float64)
+    sv = np.empty(mm, dtype=np.float64)
+    si = np.empty(mm, dtype=np.int64)
+    vmax = 0.0
+    integral = True
+    t = 0
+    for i in range(n):
+        k = sizes[i]
+        for j in range(k):
+            v = values[i, j]
+            a = v if v >= 0.0 else -v
+            if a > vmax:
+                vmax = a
+            if integral and v != np.floor(v):
+                integral = False
+        start[i] = t
+        top = _sorted_hull(weights, values, i, k, sw, sv, si)
+        srt[i] = top >= 0
+        if top >= 0:
+            for j in range(top):
+                q = si[j]
+                hi[t] = q
+                hw[t] = weights[i, q]
+                hv[t] = sv[j]
+                t += 1
+        else:
+            c, top, inc = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
+            for j in range(top):
+                q = chp[j]
+                hi[t] = ci[q]
+                hw[t] = cw[q]
+                hv[t] = cv[q]
+                t += 1
+    start[n] = t
+    return start, hi[:t].copy(), hw[:t].copy(), hv[:t].copy(), srt, vmax, integral
+
+@numba.njit(cache=True, nogil=True)
+def class_items(weights, values, i, k):  # pragma: no cover - compiled
+    """Undominated items of class ``i`` (twin of ``core._class_items_numpy``): weights, values and raw
+    indices, sorted by weight."""
+    mm = max(k, 1)
+    order = np.empty(mm, dtype=np.int64)
+    cw = np.empty(mm, dtype=np.int64)
+    cv = np.empty(mm, dtype=np.float64)
+    ci = np.empty(mm, dtype=np.int64)
+    chp = np.empty(mm, dtype=np.int64)
+    c, _, _ = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
+    return cw[:c].copy(), cv[:c].copy(), ci[:c].copy()
+
+@numba.njit(cache=True, nogil=True)
+def select_items(weights, values, i, k, bw, bv, alpha, lag_ub, thr):  # pragma: no cover - compiled
+    """Twin of ``core.select_numpy``: the entering class's undominated items whose Lagrangian loss leaves a
+    state above ``thr`` (the LP item alone when none), as raw indices and weights / values relative to the
+    LP item ``(bw, bv)``."""
+    mm = max(k, 1)
+    order = np.empty(mm, dtype=np.int64)
+    cw = np.empty(mm, dtype=np.int64)
+    cv = np.empty(mm, dtype=np.float64)
+    ci = np.empty(mm, dtype=np.int64)
+    chp = np.empty(mm, dtype=np.int64)
+    c, _, _ = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
+    lp_at = np.searchsorted(cw[:c], bw)
+    lag_lp = cv[lp_at] - alpha * float(cw[lp_at])
+    n_sel = 0
+    for j in range(c):
+        if lag_ub - (lag_lp - (cv[j] - alpha * float(cw[j]))) > thr:
+            chp[n_sel] = j
+            n_sel += 1
+    if n_sel == 0:
+        chp[0] = lp_at
+        n_sel = 1
+    cand = np.empty(n_sel, dtype=np.int64)
+    dw = np.empty(n_sel, dtype=np.int64)
+    dv = np.empty(n_sel, dtype=np.float64)
+    for t in range(n_sel):
+        j = chp[t]
+        cand[t] = ci[j]
+        dw[t] = cw[j] - bw
+        dv[t] = cv[j] - bv
+    return cand, dw, dv
+
+
+@numba.njit(cache=True, nogil=True)
+def fit_prefix(key, weight, room):  # pragma: no cover - compiled
+    """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that
+    fits ``room``. Weighted selection: rounds that bucket the candidates into 1,024 equal ranges of an
+    order-preserving integer image of their keys (the IEEE bits, sign-folded: ranges of binary magnitude, so
+    keys spread over many orders of magnitude still spread) and keep the range where the capacity runs
+    out; median-of-three pivot rounds when a bucket round keeps more than half of them; the last few
+    candidates sorted."""
+    N = key.shape[0]
+    taken = np.zeros(N, dtype=np.bool_)
+    cand = np.arange(N)
+    buf = np.empty(N, dtype=np.int64)
+    n_b = 1024
+    wsum = np.empty(n_b, dtype=np.int64)
+    lo = 0
+    hi = N
+    used = 0
+    use_buckets = True
+    bits = key.view(np.int64)
+    mag_mask = np.int64(0x7FFFFFFFFFFFFFFF)
+    while hi - lo > 256:
+        if use_buckets:
+            kmin = np.inf
+            kmax = -np.inf
+            finite = True
+            for t in range(lo, hi):
+                x = cand[t]
+                if not (key[x] > -np.inf and key[x] < np.inf):
+                    finite = False
+                    break
+                s = bits[x]
+                g = float(s & mag_mask) if s >= 0 else -float(s & mag_mask)  # -0.0 and 0.0 alike
+                if g < kmin:
+                    kmin = g
+                if g > kmax:
+                    kmax = g
+            scale = 0.0
+            if finite and kmax > kmin:
+                scale = n_b / (kmax - kmin)
+            if not (scale > 0.0 and scale < np.inf):
+                use_buckets = False
+                continue
+            wsum[:] = 0
+            for t in range(lo, hi):
+                x = cand[t]
+                s = bits[x]
+                g = float(s & mag_mask) if s >= 0 else -float(s & mag_mask)
+                b = int((g - kmin) * scale)
+                if b >= n_b:
+                    b = n_b - 1
+                buf[t] = b
+                wsum[b] += weight[x]
+            acc = 0
+            bb = -1
+            for b in range(n_b - 1, -1, -1):
+                if used + acc + wsum[b] > room:
+                    bb = b
+                    break
+                acc += wsum[b]
+            n_old = hi - lo
+            if bb < 0:  # everything fits
+                for t in range(lo, hi):
+                    taken[cand[t]] = True
+                used += acc
+                lo = hi
+                break
+            p = lo
+            for t in range(lo, hi):
+                x = cand[t]
+                if buf[t] > bb:
+                    taken[x] = True
+                elif buf[t] == bb:
+                    cand[p] = x
+                    p += 1
+            used += acc
+            hi = p
+            use_buckets = 2 * (hi - lo) <= n_old
+            continue
+        use_buckets = True
+        a = key[cand[lo]]
+        b = key[cand[(lo + hi) // 2]]
+        c = key[cand[hi - 1]]
+        if a > b:
+            a, b = b, a
+        if b > c:
+            b = c
+        piv = a if a > b else b
+        ngt = 0
+        neq = 0
+        w_gt = 0
+        w_eq = 0
+        for t in range(lo, hi):
+            x = cand[t]
+            if key[x] > piv:
+                ngt += 1
+                w_gt += weight[x]
+            elif key[x] == piv:
+                neq += 1
+                w_eq += weight[x]
+        pg = lo
+        pe = lo + ngt
+        pl = lo + ngt + neq
+        for t in range(lo, hi):
+            x = cand[t]
+            if key[x] > piv:
+                buf[pg] = x
+                pg += 1
+            elif key[x] == piv:
+                buf[pe] = x
+                pe += 1
+            else:
+                buf[pl] = x
+                pl += 1
+        for t in range(lo, hi):
+            cand[t] = buf[t]
+        if used + w_gt > room:
+            hi = lo + ngt
+            continue
+        for t in range(lo, lo + ngt):
+            taken[cand[t]] = True
+        used += w_gt
+        if used + w_eq <= room:
+            for t in range(lo + ngt, lo + ngt + neq):
+                taken[cand[t]] = True
+            used += w_eq
+            lo = lo + ngt + neq
+        else:
+            lo = lo + ngt
+            hi = lo + neq
+            break
+    rest = np.sort(cand[lo:hi])
+    order = np.argsort(-key[rest], kind="mergesort")
+    brk = -1
+    for t in range(order.shape[0]):
+        x = rest[order[t]]
+        if used + weight[x] <= room:
+            taken[x] = True
+            used += weight[x]
+        else:
+            brk = x
+            break
+    return taken, brk, used
+
+@numba.njit(cache=True, nogil=True)
+def lp_levels(hw, hv, start, room):  # pragma: no cover - compiled
+    """The LP by slopes over the flat hulls (twin of ``_lp._lp_levels_numpy``): levels, slopes above /
+    below them, break class and step, weight used and the largest increment."""
+    n = start.shape[0] - 1
+    N = 0
+    for i in range(n):
+        N += start[i + 1] - start[i] - 1
+    key = np.empty(N, dtype=np.float64)
+    slope = np.empty(N, dtype=np.float64)
+    dW = np.empty(N, dtype=np.int64)
+    cls = np.empty(N, dtype=np.int64)
+    first = np.empty(n + 1, dtype=np.int64)
+    max_inc = -np.inf
+    t = 0
+    for i in range(n):
+        first[i] = t
+        run = np.inf
+        for s in range(start[i], start[i + 1] - 1):
+            dw = hw[s + 1] - hw[s]
+            dv = hv[s + 1] - hv[s]
+            sl = dv / float(dw)
+            if sl < run:
+                run = sl
+            key[t] = run
+            slope[t] = sl
+            dW[t] = dw
+            cls[t] = i
+            if dv > max_inc:
+                max_inc = dv
+            t += 1
+    first[n] = t
+    if N == 0:
+        max_inc = 0.0
+    taken, brk, used = fit_prefix(key, dW, room)
+    levels = np.zeros(n, dtype=np.int64)
+    for t in range(N):
+        if taken[t]:
+            levels[cls[t]] += 1
+    up = np.full(n, -np.inf)
+    down = np.full(n, np.inf)
+    for i in range(n):
+        for t in range(first[i], first[i + 1]):
+            if t - first[i] >= levels[i]:
+                if slope[t] > up[i]:
+                    up[i] = slope[t]
+            elif slope[t] < down[i]:
+                down[i] = slope[t]
+    b_cls = -1
+    b_step = -1
+    if brk >= 0:
+        b_cls = cls[brk]
+        b_step = brk - first[b_cls]
+    return levels, up, down, b_cls, b_step, used, max_inc
+
+@numba.njit(cache=True, nogil=True)
+def regrets(weights, values, sizes, lp_item, alpha):  # pragma: no cover - compiled
+    """Regret of every class's LP item over its other items at gradient ``alpha`` (twin of
+    ``core._regrets_numpy``)."""
+    n = sizes.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        p = lp_item[i]
+        lag_lp = values[i, p] - alpha * float(weights[i, p])
+        mx = -np.inf
+        for j in range(sizes[i]):
+            if j != p:
+                lg = values[i, j] - alpha * float(weights[i, j])
+                if lg > mx:
+                    mx = lg
+        r = lag_lp - mx
+        out[i] = r if r > 0.0 else 0.0
+    return out
+
+@numba.njit(cache=True, nogil=True)
+def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no cover - compiled
+    """Twin of ``core._greedy_fill_numpy``: raw item positions and free capacity after the fill rounds."""
+    n = sizes.shape[0]
+    pos = pos0.copy()
+    best_gain = np.empty(n, dtype=np.float64)
+    best_pos = np.empty(n, dtype=np.int64)
+    for _ in range(rounds):
+        if room <= 0:
+            break
+        n_off = 0
+        for i in range(n):
+            p = pos[i]
+            cw = weights[i, p]
+            cv = values[i, p]
+            bg = 0.0
+            bp = p
+            if srt[i]:
+                j = p + 1
+                while j < sizes[i] and weights[i, j] - cw <= room:
+                    g = values[i, j] - cv
+                    if g > bg:
+                        bg = g
+                        bp = j
+                    j += 1
+            else:
+                for j in range(sizes[i]):
+                    d = weights[i, j] - cw
+                    if d > 0 and d <= room:
+                        g = values[i, j] - cv
+                        if g > bg or (bp != p and g == bg and (weights[i, j] < weights[i, bp]
+                                                               or (weights[i, j] == weights[i, bp]
+                                                                   and j < bp))):
+                            bg = g
+                            bp = j
+            best_gain[i] = bg
+            best_pos[i] = bp
+            if bp != p:
+                n_off += 1
+        if n_off == 0:
+            break
+        cls = np.empty(n_off, dtype=np.int64)
+        key = np.empty(n_off, dtype=np.float64)
+        dW = np.empty(n_off, dtype=np.int64)
+        t = 0
+        for i in range(n):
+            if best_pos[i] != pos[i]:
+                cls[t] = i
+                dW[t] = weights[i, best_pos[i]] - weights[i, pos[i]]
+                key[t] = best_gain[i] / float(dW[t])
+                t += 1
+        taken, _, used = fit_prefix(key, dW, room)
+        for t in range(n_off):
+            if taken[t]:
+                pos[cls[t]] = best_pos[cls[t]]
+        room -= used
+    return pos, room
