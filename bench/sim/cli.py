@@ -48,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--time-limit", type=float, default=1.0, help="seconds per exact step (default %(default)s)")
     c.add_argument("--tiresias-threshold", type=float, default=3600.0, metavar="GPU_S",
                    help="attained GPU-seconds at which a job enters Tiresias' second queue (default %(default)s)")
+    c.add_argument("--tiresias-starve-limit", type=float, default=8.0, metavar="K",
+                   help="Tiresias' STARVELIMIT: a second-queue job that has waited K times its last run is promoted "
+                   "to the first queue; 0 disables (default %(default)s, see policies.promote_starved)")
     pol = c.add_mutually_exclusive_group(required=True)
     pol.add_argument("--policy", choices=POLICY_NAMES, help="one policy")
     pol.add_argument("--compare", nargs="+", choices=POLICY_NAMES, metavar="P",
@@ -82,6 +85,8 @@ def _validate(args) -> None:
             _fail(f"--{name.replace('_', '-')}", "must be a positive finite number")
     if not 0 <= args.elastic_share <= 1:
         _fail("--elastic-share", "must be in [0, 1]")
+    if not 0 <= args.tiresias_starve_limit < float("inf"):
+        _fail("--tiresias-starve-limit", "must be a non-negative finite number (0 disables the rule)")
     if args.restart_penalty < 0 or args.preemption_penalty < 0:
         _fail("--restart-penalty", "penalties must be non-negative")
     args.packing = _packing_profiles(args.packing_profile)
@@ -137,7 +142,8 @@ def _setup(args):
             _fail("--pollux-workload", f"no workload {n} (1-8, in {path.parent})")
         trace = load_pollux_workload(path)
         config = SimConfig(training_servers=16, inference_servers=0, server_gpus=4, interval=args.interval,
-                           time_limit=args.time_limit, check=args.check, tiresias_threshold=args.tiresias_threshold)
+                           time_limit=args.time_limit, check=args.check, tiresias_threshold=args.tiresias_threshold,
+                           tiresias_starve_limit=args.tiresias_starve_limit)
         return trace, config
     trace = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster, limit=args.limit)
     if not trace:
@@ -145,7 +151,7 @@ def _setup(args):
     load = load_load_curve(args.load, window=args.load_window) if args.load else None
     config = SimConfig(training_servers=args.training_servers, inference_servers=args.inference_servers,
                        interval=args.interval, load=load, time_limit=args.time_limit, check=args.check,
-                       tiresias_threshold=args.tiresias_threshold)
+                       tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit)
     return trace, config
 
 
@@ -249,7 +255,8 @@ def run(args) -> int:
                 "load": args.load, "load_window": args.load_window, "seeds": seeds,
                 "training_servers": config.training_servers, "inference_servers": config.inference_servers,
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
-                **({"tiresias_threshold": config.tiresias_threshold} if "tiresias" in policies else {}),
+                **({"tiresias_threshold": config.tiresias_threshold,
+                    "tiresias_starve_limit": config.tiresias_starve_limit} if "tiresias" in policies else {}),
                 "baseline": base}
         first = {p: results[(p, seeds[0])][2] for p in policies}
         write_outputs(Path(args.out), summaries, timings, first, config, meta)

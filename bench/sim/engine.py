@@ -46,7 +46,7 @@ from lyra_solver.throughput import rate_one
 from lyra_solver.types import Inference, Job, Options, PackingProfile, ProfileThroughput, Server, Snapshot
 from lyra_solver.values import TIME_CAP, JobOptions, value_table
 
-from .policies import Policy, two_queue_victims
+from .policies import Policy, TwoQueueState, promote_starved, two_queue_victims
 from .traces import LoadCurve, SimJobSpec
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ class SimConfig:
     load: LoadCurve | None = None
     time_limit: float = 1.0
     tiresias_threshold: float = 3600.0  # GPU-seconds: the boundary of Tiresias' two queues
+    tiresias_starve_limit: float = 8.0  # Tiresias' STARVELIMIT (x last run; 0: off), see policies.promote_starved
     check: bool = False  # run the independent checker on every decision (tests)
     record: bool = False  # keep every progress segment (tests of work conservation)
     skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see _Sim._quiet)
@@ -175,6 +176,9 @@ class _Sim:
         self.segments: list[tuple[str, float, float, float]] = []
         self.used_train = 0
         self.used_inf = 0
+        self.tq = TwoQueueState()  # Tiresias' starvation ledger (two-queue policies only)
+        if policy.two_queue:
+            self.counters["promotions"] = 0
 
     # ------------------------------------------------------------------------------------------ helpers
     def _rate(self, app: str, w: int) -> float:
@@ -421,17 +425,21 @@ class _Sim:
             servers += [self.inf_server[(i, st)] for i, st in enumerate(self.inf_state) if st != "serving"]
             reclaim = self._reclaim_wanted()
         hidden: set[int] = set()  # running jobs shown as queued (Tiresias' victims: see two_queue_victims)
-        if pol.two_queue:
+        if pol.two_queue:  # queued by the attained service since the last promotion (starvation rule)
+            self.tq = tq = promote_starved(self.tq, t, ((i, j.spec.submit, j.attained, j.train_gpus + j.inf_gpus)
+                                                        for i, j in self.active.items()),
+                                           thr, self.cfg.tiresias_starve_limit)
+            self.counters["promotions"] = tq.promotions
             hidden = two_queue_victims(
                 sum(s.gpus for s in servers),
-                ((i, j.spec.submit, j.attained, j.spec.min_workers if pol.elastic else j.spec.gpus,
-                  j.train_gpus + j.inf_gpus) for i, j in self.active.items()), thr)
+                ((i, j.spec.submit, tq.queue_attained(i, j.attained), j.spec.min_workers if pol.elastic
+                  else j.spec.gpus, j.train_gpus + j.inf_gpus) for i, j in self.active.items()), thr)
         jobs = []
         for i in sorted(self.active):
             j = self.jobs[i]
             sp = j.spec
             lo, hi = (sp.min_workers, sp.max_workers) if pol.elastic else (sp.gpus, sp.gpus)
-            att = (0.0 if j.attained < thr else thr) if pol.two_queue else j.attained
+            att = (0.0 if tq.queue_attained(i, j.attained) < thr else thr) if pol.two_queue else j.attained
             jobs.append(Job(id=sp.id, min_workers=lo, max_workers=hi, remaining_work=max(j.remaining, 0.0),
                             throughput=self._tp(sp.app), submit_time=sp.submit,
                             placement=None if i in hidden else j.placement,

@@ -373,6 +373,77 @@ def test_tiresias_two_queue_las_on_a_hand_built_trace():
     assert not [s for s in res.segments if s[0] == "A" and s[1] < 2040.0 - 1e-9 and s[2] > 1140.0 + 1e-9]
 
 
+def test_tiresias_starvation_rule_promotes_a_starving_job_on_a_hand_built_trace():
+    """One 8-GPU server, threshold 3,600 GPU-seconds, a round every 60 s, preemption penalty 300 s. By hand:
+
+    - L (8 GPUs, 720 s) starts at 0 and enters the second queue at 450 s (3,600 GPU-s).
+    - S1..S5 (8 GPUs, 420 s each: 3,360 GPU-s, so they never leave the first queue) arrive at 600, 960, 1,380,
+      1,800, 2,220, each a minute before the one before would complete: a stream that keeps a first-queue job
+      waiting whenever the server frees.
+    - At 600 S1 (first queue) waits and L (second) holds the GPUs it needs: L is stopped after a 600 s run,
+      with 120 s of work left.
+    - Without the rule (limit 0) L waits behind the whole stream: S1..S5 run back to back, 600-2,700; L resumes
+      at 2,700, pays the 300 s penalty and ends at 2,700 + 300 + 120 = 3,120.
+    - With STARVELIMIT 1 L is promoted at the first round once it has waited 1 x 600 s, the tick of 1,200 (its
+      queue attained service counted from 0 again). S2 runs (first queue, no preemption within a queue), so L
+      waits, now at the head of the first queue (submitted first): when S2 completes at 1,440 L resumes before
+      S3 (waiting since 1,380), and ends at 1,440 + 300 + 120 = 1,860, having attained 8 x 420 = 3,360 GPU-s
+      since its promotion (never demoted again). S3 then runs 1,860-2,280, S4 2,280-2,700, S5 2,700-3,120.
+    - The default limit 8 would promote L only at 600 + 8 x 600 = 5,400, after the stream: as without the rule.
+    """
+    from dataclasses import replace
+
+    specs = [_spec("L", 0.0, "imagenet", 8, 720.0, 0.8, 10.0)]
+    specs += [_spec(f"S{k}", 600.0 + 420.0 * (k - 1) - (60.0 if k > 1 else 0.0), "bert", 8, 420.0, 0.5, 5.0)
+              for k in range(1, 6)]
+    specs = [replace(s, preemption_penalty=300.0) for s in specs]
+    ap = pytest.approx
+
+    def run(limit):
+        cfg = SimConfig(training_servers=1, inference_servers=0, interval=60.0, tiresias_threshold=3600.0,
+                        tiresias_starve_limit=limit, check=True, record=True)
+        res = simulate(specs, get_policy("tiresias"), cfg)
+        return res, {r["id"]: (r["start"], r["end"], r["preemptions"]) for r in res.jobs}
+
+    starved, got = run(0.0)
+    stream = {f"S{k}": (ap(600.0 + 420.0 * (k - 1)), ap(1020.0 + 420.0 * (k - 1)), 0) for k in range(1, 6)}
+    assert got == {"L": (0.0, ap(3120.0), 1), **stream}
+    assert starved.counters["promotions"] == 0
+    promoted, got = run(1.0)
+    assert got == {"L": (0.0, ap(1860.0), 1), "S1": stream["S1"], "S2": stream["S2"],
+                   "S3": (ap(1860.0), ap(2280.0), 0), "S4": (ap(2280.0), ap(2700.0), 0),
+                   "S5": (ap(2700.0), ap(3120.0), 0)}
+    assert promoted.counters["promotions"] == 1 and promoted.counters["preemptions"] == 1
+    # L made no progress between its stop at 600 and the end of its penalty at 1,740
+    assert not [s for s in promoted.segments if s[0] == "L" and s[1] < 1740.0 - 1e-9 and s[2] > 600.0 + 1e-9]
+    default, got8 = run(8.0)
+    assert got8 == run(0.0)[1] and default.counters["promotions"] == 0
+    assert SimConfig().tiresias_starve_limit == 8.0
+
+
+def test_promote_starved_ledger():
+    from lyra_solver.bench.sim.policies import TwoQueueState, promote_starved
+
+    thr = 100.0
+
+    def step(s, t, jobs, limit=2.0):
+        return promote_starved(s, t, jobs, thr, limit)
+
+    s = step(TwoQueueState(), 0.0, [("a", 0.0, 0.0, 0), ("b", 0.0, 0.0, 0)])
+    s = step(s, 10.0, [("a", 0.0, 40.0, 4), ("b", 0.0, 0.0, 0)])  # a started at 0; b never ran: first queue
+    s = step(s, 50.0, [("a", 0.0, 200.0, 4), ("b", 0.0, 0.0, 0)])
+    s = step(s, 60.0, [("a", 0.0, 200.0, 0), ("b", 0.0, 0.0, 4)])  # a stopped at 50 after 50 s, b started
+    assert s.jobs["a"] == type(s.jobs["a"])(running=False, since=50.0, last_run=50.0, base=0.0)
+    assert s.promotions == 0 and s.queue_attained("a", 200.0) == 200.0
+    assert step(s, 149.0, [("a", 0.0, 200.0, 0), ("b", 0.0, 40.0, 4)]).promotions == 0  # waited 99 < 2 x 50
+    s = step(s, 150.0, [("a", 0.0, 200.0, 0), ("b", 0.0, 40.0, 4)])  # waited 100 = 2 x 50: promoted
+    assert s.promotions == 1 and s.queue_attained("a", 200.0) == 0.0
+    assert step(s, 500.0, [("a", 0.0, 200.0, 0)]).promotions == 1  # first queue now: not promoted twice
+    # a limit of 0 disables the rule; finished jobs leave the ledger
+    assert step(s, 10_000.0, [("b", 0.0, 900.0, 0)], limit=0.0).promotions == 1
+    assert set(step(s, 151.0, [("b", 0.0, 41.0, 4)]).jobs) == {"b"}
+
+
 def test_two_queue_victims_walks_the_priority_list():
     from lyra_solver.bench.sim.policies import two_queue_victims
 
@@ -428,6 +499,10 @@ def test_tiresias_threshold_option(tmp_path, capsys):
     assert rc1 == rc2 == 0
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (a, b))
     assert (sa["meta"]["tiresias_threshold"], sb["meta"]["tiresias_threshold"]) == (3600.0, 60.0)
+    assert sa["meta"]["tiresias_starve_limit"] == 8.0 and "promotions" in sa["policies"]["tiresias"]
+    rc3, c = _cli(tmp_path, "c", "--policy", "tiresias", "--tiresias-starve-limit", "0")  # 0: the rule is off
+    sc = json.loads((c / "summary.json").read_text())
+    assert rc3 == 0 and sc["meta"]["tiresias_starve_limit"] == 0.0 and sc["policies"]["tiresias"]["promotions"] == 0
     # a one-minute first queue: new jobs displace old ones far more often
     assert sb["policies"]["tiresias"]["preemptions"] > sa["policies"]["tiresias"]["preemptions"]
     capsys.readouterr()
@@ -435,3 +510,7 @@ def test_tiresias_threshold_option(tmp_path, capsys):
         assert main(["simulate", "--trace", str(PHILLY), "--policy", "tiresias", "--tiresias-threshold", bad]) == 2
         err = capsys.readouterr().err.strip()
         assert "--tiresias-threshold" in err and len(err.splitlines()) == 1
+    for bad in ("-1", "inf", "nan"):
+        assert main(["simulate", "--trace", str(PHILLY), "--policy", "tiresias", "--tiresias-starve-limit", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "--tiresias-starve-limit" in err and len(err.splitlines()) == 1, err
