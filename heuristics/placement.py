@@ -32,15 +32,17 @@ class FreeIndex:
     """
 
     def __init__(self, free: np.ndarray, tier: np.ndarray, n_tiers: int) -> None:
-        self.free = [int(x) for x in free]
-        self.tier = [int(t) for t in tier]
+        self.free = np.asarray(free, dtype=np.int64).tolist()
+        self.tier = np.asarray(tier, dtype=np.int64).tolist()
         self.top = max(self.free, default=0)
         self.buckets: list[dict[int, list[int]]] = [{} for _ in range(n_tiers)]
-        self.keys: list[list[int]] = [[] for _ in range(n_tiers)]  # sorted free counts with a bucket
-        self.count: list[dict[int, int]] = [{} for _ in range(n_tiers)]  # exact servers per (tier, free)
         for s in range(len(self.free) - 1, -1, -1):  # lowest index on top of each stack
-            if self.free[s] > 0:
-                self._push(self.tier[s], self.free[s], s)
+            f = self.free[s]
+            if f > 0:
+                self.buckets[self.tier[s]].setdefault(f, []).append(s)
+        self.keys: list[list[int]] = [sorted(b) for b in self.buckets]  # sorted free counts with a bucket
+        # exact servers per (tier, free)
+        self.count: list[dict[int, int]] = [{f: len(stack) for f, stack in b.items()} for b in self.buckets]
 
     def _push(self, t: int, f: int, s: int) -> None:
         stack = self.buckets[t].get(f)

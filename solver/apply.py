@@ -104,13 +104,12 @@ def _job_after(job: Job, jd, server_ids: set[str]) -> Job:
     if jd.action == "run":
         if not jd.placement:
             raise InputError(f"decision.jobs.{job.id}", "action run without a placement")
-        unknown = sorted(set(jd.placement) - server_ids)
-        if unknown:
+        if not server_ids.issuperset(jd.placement):
+            unknown = sorted(set(jd.placement) - server_ids)
             raise InputError(f"decision.jobs.{job.id}.placement", f"unknown server {unknown[0]!r}")
-        placement = dict(jd.placement)
-        if job.placement == placement:
+        if job.placement == jd.placement:
             return job
-        return _replace(job, placement=placement)
+        return _replace(job, placement=dict(jd.placement))
     if jd.action in ("preempt", "wait"):
         return job if job.placement is None else _replace(job, placement=None)
     raise InputError(f"decision.jobs.{job.id}.action", f"unknown action {jd.action!r}")

@@ -224,15 +224,12 @@ def reclaim_step(cl: Cluster, settings: Settings) -> Reclaimed:
 # ----------------------------------------------------------------------------------------------- 2. loan
 def used_gpus(cl: Cluster, placement) -> np.ndarray:
     """GPUs used on each server by the placements given (``None``: a job not running)."""
-    servers: list[int] = []
-    gpus: list[int] = []
+    used = [0] * cl.gpus.shape[0]
     for g, pl in zip(cl.gpw.tolist(), placement, strict=True):
         if pl:
-            servers.extend(pl)
-            gpus.extend(n * g for n in pl.values())
-    used = np.zeros(cl.gpus.shape[0], dtype=np.int64)
-    np.add.at(used, np.asarray(servers, dtype=np.int64), np.asarray(gpus, dtype=np.int64))
-    return used
+            for s, n in pl.items():
+                used[s] += n * g
+    return np.array(used, dtype=np.int64)
 
 
 def loan_step(cl: Cluster, rec: Reclaimed, queued: list[int], used: np.ndarray) -> tuple[int, ...]:

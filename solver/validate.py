@@ -71,7 +71,7 @@ def validate_snapshot(snapshot: Snapshot | Mapping) -> Snapshot:
     except (TypeError, ValueError, OverflowError) as err:
         raise InputError(_unencodable_path(snapshot), str(err)) from None
     try:
-        snap = decode(data, Snapshot)
+        snap = _decode_encoded(data, snapshot) if isinstance(snapshot, Snapshot) else decode(data, Snapshot)
     except InputError:
         where = _find_non_finite(msgspec.to_builtins(snapshot, enc_hook=numpy_scalar))
         if where:
@@ -82,6 +82,38 @@ def validate_snapshot(snapshot: Snapshot | Mapping) -> Snapshot:
     if isinstance(snapshot, Snapshot):
         _remember(snapshot, snap)
     return snap
+
+
+def _decode_encoded(data: bytes, original: Snapshot) -> Snapshot:
+    """:func:`decode` of the JSON that :data:`_raw_encoder` wrote for the typed snapshot ``original``: the same
+    result and the same errors, without the repeated-key pass when no key can repeat.
+
+    The encoding of structs and dicts repeats a key only when two distinct keys of one dict are written alike
+    (``1`` and ``"1"``); the decoder keeps one of them, so the decoded dicts are smaller than the original's.
+    When every dict kept its size there is no repeated key; otherwise (or if the original's shape is unusual)
+    :func:`decode` runs in full and names the problem.
+    """
+    try:
+        out = msgspec.json.decode(data, type=Snapshot)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return decode(data, Snapshot)
+    try:
+        same = _dict_sizes(out) == _dict_sizes(original)
+    except Exception:  # noqa: BLE001 - an original of unusual shape: the full check decides
+        same = False
+    if not same:
+        check_duplicate_keys(data)
+    return out
+
+
+def _dict_sizes(snap: Snapshot) -> tuple:
+    """Sizes of the dicts of a snapshot (placements, packing slowdowns, measured pair speeds), in order."""
+    sizes = [-1 if snap.options.pair_speed is None else len(snap.options.pair_speed)]
+    for job in snap.jobs:
+        sizes.append(-1 if job.placement is None else len(job.placement))
+        if job.packing is not None and job.packing.slowdown is not None:
+            sizes.append(len(job.packing.slowdown))
+    return tuple(sizes)
 
 
 #: id of a snapshot accepted before -> (weak reference to it, fingerprint of its lists, its validated form)
@@ -331,6 +363,8 @@ def check_rules(snap: Snapshot) -> None:
 
     Running time: O(servers + jobs + placement entries + table points).
     """
+    if _rules_hold(snap):
+        return
     _finite(snap.now, "now")
     servers = {}
     max_gpus = 0
@@ -374,6 +408,65 @@ def check_rules(snap: Snapshot) -> None:
         _validate_throughput(job, p)
         if job.placement is not None:
             _validate_placement(job, p, servers, used)
+
+
+def _rules_hold(snap: Snapshot) -> bool:
+    """One quick pass over the rules of :func:`check_rules`: True only when every rule holds; False when one
+    may not (then :func:`check_rules` checks them in order and names the first broken one).
+
+    Numbers are summed and the sum tested once: a sum of finite numbers is finite or overflows (False, then the
+    full pass decides), and a non-finite term makes the sum non-finite.
+    """
+    try:
+        servers = snap.servers
+        if len({srv.id for srv in servers}) != len(servers):
+            return False
+        # a state exactly on inference servers: every training server without one, every other with one
+        if any((srv.pool == "inference") == (srv.state is None) for srv in servers):
+            return False
+        total = snap.now + sum(srv.gpu_mem_gb for srv in servers)
+        max_gpus = max((srv.gpus for srv in servers), default=0)
+        # servers training may use: their GPUs
+        usable = {srv.id: srv.gpus for srv in servers if srv.pool != "inference" or srv.state == "loaned"}
+        for key in snap.options.pair_speed or {}:
+            if key.count("|") != 1 or "" in key.split("|"):
+                return False
+        jobs = snap.jobs
+        if len({job.id for job in jobs}) != len(jobs):
+            return False
+        used: dict[str, int] = {}
+        for job in jobs:
+            total += (job.remaining_work + job.submit_time + job.restart_penalty + job.preemption_penalty
+                      + job.attained_service)
+            if job.deadline is not None:
+                total += job.deadline
+            if job.packing is not None:
+                total += job.packing.gpu_mem_gb
+            lo, hi, g = job.min_workers, job.max_workers, job.gpus_per_worker
+            if lo > hi or g > max_gpus:
+                return False
+            tp = job.throughput
+            if isinstance(tp, PowerThroughput):
+                total += tp.rate_per_worker
+            elif isinstance(tp, TableThroughput):
+                _validate_throughput(job, "")
+            pl = job.placement
+            if pl is not None:
+                n_workers = 0
+                for sid, n in pl.items():
+                    cap = usable.get(sid)
+                    if cap is None or n < 1:
+                        return False
+                    need = used.get(sid, 0) + n * g
+                    if need > cap:
+                        return False
+                    used[sid] = need
+                    n_workers += n
+                if not lo <= n_workers <= hi:
+                    return False
+        return math.isfinite(total)
+    except Exception:  # noqa: BLE001 - anything unusual: the full pass decides and names it
+        return False
 
 
 def _validate_throughput(job, p: str) -> None:

@@ -38,11 +38,13 @@ import time
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
 from lyra_solver.apply import apply_decision
 from lyra_solver.formulations.packing import job_rate, pair_speed
 from lyra_solver.pipeline import decide
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import Inference, Job, Options, PackingProfile, ProfileThroughput, Server, Snapshot
+from lyra_solver.values import TIME_CAP, JobOptions, value_table
 
 from .policies import Policy, TwoQueueState, promote_starved, two_queue_victims
 from .traces import LoadCurve, SimJobSpec
@@ -160,6 +162,7 @@ class _Sim:
         self.done = 0
         self.need = 0  # inference servers the load needs now
         self.skip_quiet = cfg.skip_quiet
+        self._kept: dict[int, tuple[int, float]] = {}  # job -> (size, remaining work) found kept (_sizes_kept)
         self.counters = {"quiet_rounds": 0, "rounds": 0, "preemptions": 0, "scaling_events": 0, "restarts": 0,
                          "reclaim_events": 0, "reclaim_rounds": 0, "loans": 0, "packed": 0}
         self.packing: list = []  # the last decision's packing groups
@@ -192,7 +195,7 @@ class _Sim:
         return tp
 
     def _count(self, state: str) -> int:
-        return sum(1 for s in self.inf_state if s == state)
+        return self.inf_state.count(state)
 
     def _set_load(self, t: float) -> None:
         """Follow the load curve: idle servers start serving first; serving servers beyond the need go idle."""
@@ -232,12 +235,14 @@ class _Sim:
         dt = t2 - t
         if dt <= 0:
             return
+        jobs, record = self.jobs, self.cfg.record
         for i in self.running:
-            j = self.jobs[i]
-            s = max(t, j.blocked)
+            j = jobs[i]
+            b = j.blocked
+            s = b if b > t else t  # max(t, blocked)
             if t2 > s:
                 j.remaining -= j.rate * (t2 - s)
-                if self.cfg.record:
+                if record:
                     self.segments.append((j.spec.id, s, t2, j.rate))
             j.attained += j.workers * dt
         serving = self._count("serving")
@@ -248,20 +253,30 @@ class _Sim:
                 gs["inference_serving"] += serving * self.G * d
                 gs["inference_unmet"] += max(0, self.need - serving) * self.G * d
 
-    def _next_completion(self, t: float) -> tuple[float, int | None]:
-        best, who = math.inf, None
+    def _next_completion(self, t: float) -> float:
+        """The earliest finish time of a running job (:meth:`_Job.finish_time`, inlined), ``inf`` if none."""
+        best = math.inf
+        jobs = self.jobs
         for i in self.running:
-            f = self.jobs[i].finish_time(t)
-            if f < best or (f == best and who is not None and i < who):
-                best, who = f, i
-        return best, who
+            j = jobs[i]
+            b = j.blocked
+            f = (b if b > t else t) + j.remaining / j.rate
+            if f < best:
+                best = f
+        return best
 
     def _complete(self, t: float) -> bool:
-        """Complete every running job whose work is done at ``t`` (its own solved finish time)."""
+        """Complete every running job whose work is done at ``t`` (its own solved finish time).
+
+        Done: the remaining work is within ``1e-9`` of the job's work, or the time it still needs is below what
+        the clock resolves at ``t`` (``t + remaining / rate == t`` in floating point: late in a long replay a
+        second's job can be left a few nano-seconds of work that no later time can represent; without this the
+        next completion would stay at ``t`` forever).
+        """
         finished = []
         for i in self.running:
             j = self.jobs[i]
-            if j.blocked <= t and j.remaining <= 1e-9 * max(1.0, j.spec.work):
+            if j.blocked <= t and (j.remaining <= 1e-9 * max(1.0, j.spec.work) or t + j.remaining / j.rate <= t):
                 finished.append(i)
         for i in sorted(finished):
             j = self.jobs[i]
@@ -335,15 +350,72 @@ class _Sim:
         """A round whose decision is known without calling ``decide``: nothing queued, no reclaim asked, and
         every running job at its largest size. Then no step can change anything (nothing to admit, no loan
         wanted, every elastic job's top option is the one it holds, placements of unchanged jobs are kept), so
-        the round is counted as quiet and skipped. Exact, not an approximation: tests compare against runs
-        that call ``decide`` every round."""
+        the round is counted as quiet and skipped. Also quiet, under the greedy allocation without packing: nothing
+        queued, no reclaim, and every elastic job held at the strict best size of its value row
+        (:meth:`_sizes_kept`). Exact, not an approximation: tests compare against runs that call ``decide``
+        every round."""
         if not self.skip_quiet or len(self.running) != len(self.active) or self._reclaim_wanted():
             return False
-        if any(self.jobs[i].host is not None for i in self.running):  # guests are queued in the snapshot
-            return False
         elastic = self.policy.elastic
-        return all(self.jobs[i].workers == (self.jobs[i].spec.max_workers if elastic else self.jobs[i].spec.gpus)
-                   for i in self.running)
+        jobs = self.jobs
+        at_top = True
+        for i in self.running:
+            j = jobs[i]
+            if j.host is not None:  # guests are queued in the snapshot
+                return False
+            if at_top and j.workers != (j.spec.max_workers if elastic else j.spec.gpus):
+                at_top = False
+        if at_top:
+            return True
+        pol = self.policy
+        return elastic and pol.allocation == "greedy" and pol.packing == "off" and not pol.two_queue \
+            and self._sizes_kept()
+
+    def _sizes_kept(self) -> bool:
+        """Whether the greedy allocation keeps every running job at its size, in a round with nothing queued, no
+        reclaim and no packing (so nothing is admitted, nothing shrinks and the scale step alone could change
+        a placement).
+
+        The scale step's values are those of :func:`lyra_solver.values.value_table` (computed here by the same
+        function on the same options, over each elastic job's whole range ``min..max``; the step's row is a
+        part of it that holds the current size). When the current size ``c`` of every elastic job is the
+        strict maximum of its row (by a margin far above rounding), ``c`` is the last undominated item of its
+        class, and the sizes held fit in the capacity (which counts their workers above ``min``), so the
+        greedy takes every upgrade up to ``c`` and stops there: the targets are the current sizes, placement
+        keeps every job where it is, and no borrowed server hosts a worker. The decision changes nothing.
+
+        A job found so at size ``c`` with remaining work ``R`` stays so while it holds ``c`` and its work only
+        shrinks: ``value(c) - value(w) = R (1 / rate(w) - 1 / rate(c)) + restart_penalty`` does not decrease
+        as ``R`` does (no time at the cap, rates fixed by ``w``), so the margin found once, far above
+        rounding, still holds. Such jobs are remembered (:attr:`_kept`) and their rows not computed again.
+        """
+        rows = []
+        for i in sorted(self.running):
+            j = self.jobs[i]
+            if j.spec.min_workers < j.spec.max_workers:
+                seen = self._kept.get(i)
+                if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
+                    rows.append(j)
+        if not rows:
+            return True
+        opts = [JobOptions(self._tp(j.spec.app), j.spec.min_workers, j.spec.max_workers, max(j.remaining, 0.0), 1,
+                           j.workers, j.spec.restart_penalty) for j in rows]
+        table = value_table(opts, server_gpus=self.G, backend="numpy")
+        n = len(rows)
+        at = np.fromiter((j.workers - j.spec.min_workers for j in rows), np.int64, n)
+        values = table.values.copy()
+        held = values[np.arange(n), at]
+        values[np.arange(n), at] = -np.inf
+        pen = np.fromiter((j.spec.restart_penalty for j in rows), np.float64, n)
+        # far above rounding and above the 1e-9 (of |T(min)| + |T(w)| + penalty) by which a GPU backend's table
+        # may differ from numpy's
+        longest = np.abs(table.times).max(axis=1)
+        margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + longest + pen)
+        ok = held - values.max(axis=1) > margin
+        for j, good, top in zip(rows, ok.tolist(), longest.tolist(), strict=True):
+            if good and top < TIME_CAP:
+                self._kept[j.idx] = (j.workers, max(j.remaining, 0.0))
+        return bool(ok.all())
 
     def _snapshot(self, t: float) -> tuple[Snapshot, set[int]]:
         pol, thr = self.policy, self.cfg.tiresias_threshold
@@ -504,7 +576,7 @@ class _Sim:
             if next_tick < t:  # ticks resume on the grid origin + k * interval
                 next_tick = origin + math.ceil((t - origin) / cfg.interval) * cfg.interval
             t_arr = arrivals[0][0] if arrivals else math.inf
-            t_done, _ = self._next_completion(t)
+            t_done = self._next_completion(t)
             t2 = min(t_arr, t_done, next_tick if busy else math.inf, next_load)
             if t2 == math.inf:  # active jobs that can never run (e.g. larger than the cluster)
                 log.warning("%d jobs can never run on this cluster; stopping", len(self.active))

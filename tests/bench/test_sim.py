@@ -97,6 +97,61 @@ def test_skipping_quiet_rounds_changes_nothing(policy):
     assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
 
 
+@needs_data
+@pytest.mark.parametrize("policy", ["lyra", "elastic"])
+def test_skipping_rounds_that_keep_every_size_changes_nothing(policy, monkeypatch):
+    """Rounds with nothing queued where elastic jobs hold sizes below their maximum that the greedy keeps
+    (_Sim._sizes_kept) are skipped too; the run is the one that calls ``decide`` every round."""
+    from lyra_solver.bench.sim.engine import _Sim
+
+    kept = []
+    sizes_kept = _Sim._sizes_kept
+
+    def spy(self):
+        kept.append(sizes_kept(self))
+        if kept[-1]:  # a skipped round really holds a job below its maximum
+            assert any(self.jobs[i].workers < self.jobs[i].spec.max_workers for i in self.running)
+        return kept[-1]
+
+    monkeypatch.setattr(_Sim, "_sizes_kept", spy)
+    specs = map_jobs(_slice(60, start="2017-10-09"), seed=6)
+    a = simulate(specs, get_policy(policy), _config(training_servers=4))
+    b = simulate(specs, get_policy(policy), _config(training_servers=4, skip_quiet=False))
+    assert sum(kept) > 100 and not all(kept)
+    assert a.jobs == b.jobs and a.series == b.series and a.gpu_seconds == b.gpu_seconds
+    assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
+
+
+def test_a_job_left_less_work_than_the_clock_resolves_completes():
+    """Late in a long replay (t ~ 9.4e6 s, a clock step of 1.9e-9 s) a 6 ms job's solved finish time leaves it a
+    few nano-seconds of work: it completes then (before the fix the next completion stayed at t forever)."""
+    import signal
+
+    from lyra_solver.bench.sim.traces import SimJobSpec
+    from lyra_solver.throughput import rate_one
+    from lyra_solver.types import ProfileThroughput
+
+    rate = rate_one(ProfileThroughput(model="cifar10"), 2)
+    t0, work = 9.4e6, 0.006 * rate
+    assert work - rate * (t0 + work / rate - t0) > 1e-9 * work  # the case: more left than the 1e-9 tolerance
+    specs = [SimJobSpec(id=f"j{k}", line=2 + k, submit=s, gpus=2, duration=d, app="cifar10",
+                        work=d * rate if k == 0 else work, min_workers=2, max_workers=2, restart_penalty=30.0,
+                        preemption_penalty=300.0) for k, (s, d) in enumerate([(0.0, 10.0), (t0, 0.006)])]
+
+    def stuck(*_):
+        raise AssertionError("the replay did not end")
+
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)
+    try:
+        res = simulate(specs, get_policy("baseline"), _config(inference_servers=0, load=None))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert [r["end"] is not None for r in res.jobs] == [True, True]
+    assert res.jobs[1]["end"] == pytest.approx(t0 + 0.006, abs=1e-8)
+
+
 def _spec(jid, submit, app, g, duration, util, mem):
     from lyra_solver.bench.sim.traces import SimJobSpec
     from lyra_solver.throughput import rate_one
