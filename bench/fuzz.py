@@ -173,12 +173,13 @@ def _limit(memory_mb: int):
     return preexec
 
 
-def run_cli(argv: list[str], *, memory_mb: int, timeout: float, cwd: str) -> tuple[int | None, bytes, bytes, float,
-                                                                                   float]:
-    """Run ``lyra-solver ARGV`` under the limits: (returncode or None on timeout, stdout, stderr, s, MB)."""
+def run_cli(argv: list[str], *, memory_mb: int, timeout: float, cwd: str, module: str = "lyra_solver"
+            ) -> tuple[int | None, bytes, bytes, float, float]:
+    """Run ``python -m MODULE ARGV`` (default ``lyra-solver ARGV``) under the limits: (returncode or None on
+    timeout, stdout, stderr, s, MB)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "lyra_solver", *argv], stdout=out, stderr=err,
+        proc = subprocess.Popen([sys.executable, "-m", module, *argv], stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL, cwd=cwd, preexec_fn=_limit(memory_mb))
         timed_out = threading.Event()
 
@@ -337,9 +338,66 @@ OVERRUN_DECIDE = {"exact steps": ["--allocation", "exact", "--reclaim", "exact",
                   "default steps": []}
 
 
+#: The reclaim, placement and joint front doors' exact methods (the CLI reaches only their CP-SAT method, through
+#: ``decide``): each is timed in its own process through ``python -m lyra_solver.bench.fuzz --front-door``.
+OVERRUN_FRONT_DOORS = ("reclaim", "placement", "joint")
+OVERRUN_FRONT_DOOR_METHODS = ("cpsat", "cbc")
+
+
+def joint_instance(n_servers: int, seed: int):
+    """A seeded :class:`~lyra_solver.formulations.placement.JointProblem`: the jobs of
+    :func:`~lyra_solver.bench.suites.placement.generate_placement`, each free between its base and its worker count,
+    valued by a concave speed-up lowered by 5 % per extra server spanned. Running time ``O(J w_max^2)``."""
+    import numpy as np
+    from lyra_solver.bench.suites.placement import generate_placement
+    from lyra_solver.formulations.placement import JointProblem
+
+    p = generate_placement(n_servers, seed)
+    rng = np.random.default_rng([seed, n_servers, 23])
+    value = []
+    for lo, hi in zip(p.job_base.tolist(), p.job_workers.tolist(), strict=True):
+        rate, k_max = float(rng.uniform(1, 10)), min(hi, 4)
+        value.append([[round(rate * w ** 0.8 * (1 - 0.05 * k), 2) for k in range(k_max)] for w in range(lo, hi + 1)])
+    return JointProblem.build(server_free=p.server_free, job_min=p.job_base, job_max=p.job_workers,
+                              job_gpus_per_worker=p.job_gpus_per_worker, value=value)
+
+
+def front_door_instance(family: str, scale: float, seed: int):
+    """The large instance of one front door for the overrun check: ``(label, problem)``."""
+    if family == "reclaim":
+        from lyra_solver.bench.reclaim_instances import generate_scattered
+
+        n = max(10, int(3_000 * scale))
+        return f"reclaim scattered {n} x {5 * n}", generate_scattered(n, 5 * n, seed, count=max(1, n // 10))
+    if family == "placement":
+        from lyra_solver.bench.suites.placement import generate_placement
+
+        n = max(4, int(300 * scale))
+        p = generate_placement(n, seed)
+        return f"placement {p.n_jobs} jobs x {n} servers", p
+    n = max(4, int(200 * scale))
+    p = joint_instance(n, seed)
+    return f"joint {p.n_jobs} jobs x {n} servers", p
+
+
+def call_front_door(family: str, method: str, *, scale: float, seed: int, time_limit: float) -> dict:
+    """Build the front door's instance, then time one call of it (building the instance not counted)."""
+    from lyra_solver.formulations.placement import solve_joint, solve_placement
+    from lyra_solver.formulations.reclaim import solve_reclaim
+
+    label, problem = front_door_instance(family, scale, seed)
+    solve = {"reclaim": solve_reclaim, "placement": solve_placement, "joint": solve_joint}[family]
+    start = time.perf_counter()
+    res = solve(problem, method=method, time_limit=time_limit)
+    return {"case": label, "status": str(res.status), "time_s": time.perf_counter() - start,
+            "backend_status": res.backend_status}
+
+
 def overrun_check(*, time_limit: float, scale: float, seed: int, out_dir: Path, memory_mb: int,
-                  methods: tuple[str, ...] = OVERRUN_MCKP_METHODS) -> list[Overrun]:
-    """Run every MCKP method and decide's exact steps on large cases under ``time_limit``; measure overruns.
+                  methods: tuple[str, ...] = OVERRUN_MCKP_METHODS,
+                  front_door_methods: tuple[str, ...] = OVERRUN_FRONT_DOOR_METHODS) -> list[Overrun]:
+    """Run every MCKP method, decide's exact steps and the reclaim, placement and joint front doors' exact methods
+    on large cases under ``time_limit``; measure overruns.
 
     Each run is a CLI process (``--timings``) under the memory limit and a hard timeout of ten times the
     limit plus a minute; ``solver_s`` is the answer's own ``time_s`` (the call: model building included),
@@ -357,6 +415,18 @@ def overrun_check(*, time_limit: float, scale: float, seed: int, out_dir: Path, 
             code, out, err, secs, rss = run_cli(argv, memory_mb=memory_mb, timeout=10 * time_limit + 60,
                                                 cwd=str(out_dir))
             status, solver_s = _answer_status(kind, code, out, err)
+            results.append(Overrun(name, method, time_limit, code, status, solver_s, round(secs, 3), round(rss, 1)))
+            log.info("%s / %s: %s, %s s in the call, %.2f s in all", name, method, status, solver_s, secs)
+    for family in OVERRUN_FRONT_DOORS:
+        for method in front_door_methods:
+            argv = ["--front-door", f"{family}:{method}", "--time-limit", f"{time_limit:g}", "--scale", f"{scale:g}",
+                    "--seed", str(seed)]
+            code, out, err, secs, rss = run_cli(argv, memory_mb=memory_mb, timeout=10 * time_limit + 60,
+                                                cwd=str(out_dir), module=__name__)
+            name, status, solver_s = family, *_answer_status("mckp", code, out, err)
+            if code == 0:
+                doc = json.loads(out)
+                name, status = doc["case"], f"{doc['status']} ({doc['backend_status'][:60]})"
             results.append(Overrun(name, method, time_limit, code, status, solver_s, round(secs, 3), round(rss, 1)))
             log.info("%s / %s: %s, %s s in the call, %.2f s in all", name, method, status, solver_s, secs)
     return results
@@ -435,6 +505,9 @@ def build_parser(prog: str = "python -m lyra_solver.bench.fuzz") -> argparse.Arg
                         "1,000 x 5,000 snapshot)")
     p.add_argument("--max-overrun", type=_positive, default=1.0,
                    help="--overrun: seconds past the limit that count as a finding (default 1)")
+    p.add_argument("--front-door", default=None, metavar="FAMILY:METHOD",
+                   help="(used by --overrun) time one call of the reclaim, placement or joint front door on its "
+                        "large instance and print {case, status, time_s, backend_status} as JSON")
     return p
 
 
@@ -449,6 +522,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m lyra_solver.bench
         print("error: --memory-mb: at least 256 MB are needed to start Python with numpy", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING, format="fuzz: %(message)s")
+    if args.front_door is not None:
+        family, _, method = args.front_door.partition(":")
+        if family not in OVERRUN_FRONT_DOORS or method not in OVERRUN_FRONT_DOOR_METHODS:
+            print(f"error: --front-door: expected one of {', '.join(OVERRUN_FRONT_DOORS)} and a method "
+                  f"({', '.join(OVERRUN_FRONT_DOOR_METHODS)}) as FAMILY:METHOD, got {args.front_door!r}",
+                  file=sys.stderr)
+            return 2
+        print(json.dumps(call_front_door(family, method, scale=args.scale, seed=args.seed,
+                                         time_limit=args.time_limit)))
+        return 0
     out_dir = args.out if args.out is not None else Path(tempfile.mkdtemp(prefix="lyra_fuzz_"))
     if args.overrun:
         results = overrun_check(time_limit=args.time_limit, scale=args.scale, seed=args.seed, out_dir=out_dir,

@@ -274,14 +274,16 @@ def test_overrun_check_times_every_run_against_its_limit(tmp_path):
     from lyra_solver.bench.fuzz import OVERRUN_DECIDE, main, overrun_check, overrun_table
 
     results = overrun_check(time_limit=1.0, scale=0.0005, seed=0, out_dir=tmp_path, memory_mb=2048,
-                            methods=("greedy", "highs"))
+                            methods=("greedy", "highs"), front_door_methods=("cbc",))
     assert [(r.case.split()[0], r.method) for r in results] == [
         ("mckp", "greedy"), ("mckp", "highs"), ("mckp", "greedy"), ("mckp", "highs"),
-        *[("decide", label) for label in OVERRUN_DECIDE] * 3]
+        *[("decide", label) for label in OVERRUN_DECIDE] * 3,
+        ("reclaim", "cbc"), ("placement", "cbc"), ("joint", "cbc")]
     for r in results:
         assert r.returncode == 0 and r.solver_s is not None, r
         assert r.overrun_s == pytest.approx(r.solver_s - 1.0) and r.process_s >= r.solver_s
-    assert results[1].status == "optimal" and "allocation" in results[-1].status
+    assert results[1].status == "optimal" and "allocation" in results[-4].status
+    assert all(r.status.startswith("optimal (cbc") for r in results[-3:]), results[-3:]
     table = overrun_table(results)
     assert table.count("\n") == len(results) + 1 and "| mckp 50x2 random | highs | 1 |" in table
     assert main(["--overrun", "--scale", "0", "--out", str(tmp_path)]) == 2  # sizes are checked
@@ -297,3 +299,59 @@ def test_mckp_highs_error_in_its_child_is_raised_not_called_a_kill(monkeypatch):
     monkeypatch.setattr(scipy.optimize, "milp", broken)
     with pytest.raises(RuntimeError, match="broken HiGHS"):
         solve_mckp(_knapsack_instance(seed=1), method="highs", time_limit=60.0)
+
+
+# ------------------------------------------------------------------ model building counts against the limit
+def _small_milp():
+    m = Milp.empty()
+    xs = [m.var() for _ in range(4)]
+    m.row(xs, [1, 1, 1, 1], lo=2)
+    return m, [(xs, [3, 1, 2, 5])]
+
+
+@pytest.mark.parametrize("method", ["cpsat", "cbc"])
+def test_limit_passed_while_building_stops_before_the_backend(method):
+    # the limit began 10 s ago and lasts 1 s: the building's first look at the clock stops it (no wall-clock race)
+    import time
+
+    m, objectives = _small_milp()
+    ans = solve_lex(m, objectives, method=method, time_limit=1.0, num_workers=1, start=time.perf_counter() - 10.0)
+    assert ans.status == Status.NO_SOLUTION and ans.values is None
+    assert "time limit reached while building the model" in ans.backend_status
+
+
+def test_deterministic_cpsat_is_not_stopped_by_the_wall_clock():
+    import time
+
+    m, objectives = _small_milp()
+    ans = solve_lex(m, objectives, method="cpsat", time_limit=1.0, num_workers=1, deterministic=True,
+                    start=time.perf_counter() - 10.0)
+    assert ans.status == Status.OPTIMAL and ans.values is not None
+    assert sum(ans.values) == 2 and ans.values[1] == 1 and ans.values[2] == 1
+
+
+def test_cbc_not_started_when_writing_its_model_would_pass_the_limit(monkeypatch):
+    from lyra_solver.formulations import _lexilp
+
+    monkeypatch.setattr(_lexilp, "_MPS_PER_BUILD", 1e15)  # any building time makes the estimate pass the limit
+    m, objectives = _small_milp()
+    ans = solve_lex(m, objectives, method="cbc", time_limit=1000.0, num_workers=1)
+    assert ans.status == Status.NO_SOLUTION and ans.values is None
+    assert "writing its model file would pass it" in ans.backend_status
+
+
+@pytest.mark.parametrize("family", ["reclaim", "placement", "joint"])
+def test_overrun_front_door_instances_solve(family):
+    # the overrun check's instances, small: valid problems the front door solves to optimality without a limit
+    from lyra_solver.bench.fuzz import call_front_door
+
+    out = call_front_door(family, "cpsat", scale=0.01, seed=0, time_limit=None)
+    assert out["status"] == "optimal", out
+
+
+def test_front_door_argument_refused(capsys):
+    from lyra_solver.bench.fuzz import main
+
+    assert main(["--front-door", "reclaim:highs"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--front-door" in err[0]
