@@ -422,7 +422,7 @@ def overrun_check(*, time_limit: float, scale: float, seed: int, out_dir: Path, 
             argv = ["--front-door", f"{family}:{method}", "--time-limit", f"{time_limit:g}", "--scale", f"{scale:g}",
                     "--seed", str(seed)]
             code, out, err, secs, rss = run_cli(argv, memory_mb=memory_mb, timeout=10 * time_limit + 60,
-                                                cwd=str(out_dir), module=__name__)
+                                                cwd=str(out_dir), module="lyra_solver.bench.fuzz")
             name, status, solver_s = family, *_answer_status("mckp", code, out, err)
             if code == 0:
                 doc = json.loads(out)

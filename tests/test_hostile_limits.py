@@ -355,3 +355,23 @@ def test_front_door_argument_refused(capsys):
     assert main(["--front-door", "reclaim:highs"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--front-door" in err[0]
+
+
+def test_mckp_cpsat_runs_in_a_killable_child_under_a_limit(monkeypatch):
+    """CP-SAT under a limit runs in a forked process killed KILL_GRACE after it (here a CP-SAT that never
+    answers, so that the kill is certain whatever the machine's load)."""
+    import time
+
+    from lyra_solver.formulations.mckp import solve_mckp
+    from ortools.sat.python import cp_model
+
+    problem = _knapsack_instance(seed=2)
+    exact = solve_mckp(problem, method="core")
+    res = solve_mckp(problem, method="cpsat", time_limit=3600.0)  # through the child process
+    assert res.status == Status.OPTIMAL and res.objective == pytest.approx(exact.objective)
+    assert problem.choice_weight(res.choice) <= problem.capacity
+    monkeypatch.setattr(cp_model.CpSolver, "solve", lambda self, model, *a, **k: time.sleep(600))  # seen by the fork
+    start = time.perf_counter()
+    res = solve_mckp(problem, method="cpsat", time_limit=0.5)
+    assert time.perf_counter() - start < 60  # killed, not waited for
+    assert res.status == Status.NO_SOLUTION and res.choice is None and "killed" in res.backend_status

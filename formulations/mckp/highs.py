@@ -15,6 +15,7 @@ import re
 import time
 
 import numpy as np
+from lyra_solver.formulations._forked import run_bounded
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["solve_highs"]
@@ -85,7 +86,7 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
     if time_limit is None:
         status, x, message, dual = run()
     else:  # HiGHS's set-up before its search ignores the limit: run it where it can be killed
-        answer = _bounded(run, start + float(time_limit) + KILL_GRACE)
+        answer = run_bounded(run, start + float(time_limit) + KILL_GRACE, what="HiGHS")
         if answer is None:
             return make_result(problem, None, None, proven=False, start=start, method="highs",
                                backend_status=f"killed {KILL_GRACE} s after the time limit")
@@ -109,45 +110,3 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
 
 #: Seconds HiGHS may run past the time limit before its process is killed.
 KILL_GRACE = 0.25
-
-
-def _bounded(func, deadline: float):
-    """``func()`` run in a forked child process, killed at ``deadline`` (``time.perf_counter()``); its return
-    value, or None when it was killed (or died); an exception in ``func`` is raised here as a RuntimeError.
-    Where ``fork`` is not available, ``func()`` runs here."""
-    import multiprocessing as mp
-    import pickle
-
-    if "fork" not in mp.get_all_start_methods():
-        return func()
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-
-    def child() -> None:
-        try:
-            try:
-                answer = (True, func())
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the parent, not swallowed
-                answer = (False, RuntimeError(f"HiGHS in its child process: {exc!r}"))
-            send.send_bytes(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-        finally:
-            send.close()
-
-    proc = ctx.Process(target=child, daemon=True)
-    proc.start()
-    send.close()
-    try:
-        if recv.poll(max(deadline - time.perf_counter(), 0.0)):
-            try:
-                ok, value = pickle.loads(recv.recv_bytes())
-            except EOFError:  # the child died without an answer
-                return None
-            if not ok:
-                raise value
-            return value
-        return None
-    finally:
-        recv.close()
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
