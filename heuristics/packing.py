@@ -86,7 +86,8 @@ def _squeeze_swell(problem: PackingProblem, h: int, members: list[Member], patie
     return best, best_val, steps
 
 
-def gimbal_greedy(problem: PackingProblem, *, patience: int = 3, max_steps: int = 200) -> PackingResult:
+def gimbal_greedy(problem: PackingProblem, *, patience: int = 3, max_steps: int = 200,
+                  deadline: float | None = None) -> PackingResult:
     """Gimbal's packing: guests by policy priority, each onto the host where squeeze/swell gains most.
 
     For each guest in priority order (see the policies below), each host it may join (slot capacity left) is
@@ -105,6 +106,9 @@ def gimbal_greedy(problem: PackingProblem, *, patience: int = 3, max_steps: int 
         Steps without gain before the search of one set stops (Gimbal: 3).
     max_steps : int
         Cap on the steps of one search.
+    deadline : float, optional
+        ``time.perf_counter()`` after which no further guest is considered: the guests packed so far are kept
+        (a valid packing; the others wait) and ``backend_status`` says where it stopped. ``None``: no limit.
 
     Returns
     -------
@@ -131,7 +135,11 @@ def gimbal_greedy(problem: PackingProblem, *, patience: int = 3, max_steps: int 
     sets: dict[int, list[Member]] = {}
     values: dict[int, float] = {}
     total_steps = 0
-    for g in _priority(problem):
+    order = _priority(problem)
+    for done, g in enumerate(order):
+        if deadline is not None and time.perf_counter() > deadline:
+            note = f"heuristic (stopped at the time limit after {done} of {len(order)} guests)"
+            return _result(problem, sets, start, "gimbal", total_steps, backend_status=note)
         choice = None
         for c in problem.candidates_of_guest(g):
             if not slots.fits(c):
@@ -235,7 +243,7 @@ def random_pairing(problem: PackingProblem, *, seed: int = 0, introspect: bool =
 
 
 def _result(problem: PackingProblem, sets: dict[int, list[Member]], start: float, method: str,
-            steps: int) -> PackingResult:
+            steps: int, backend_status: str = "heuristic") -> PackingResult:
     q = problem.n_guests
     assignment, gk, hk = [-1] * q, [0] * q, [0] * q
     for members in sets.values():
@@ -243,4 +251,4 @@ def _result(problem: PackingProblem, sets: dict[int, list[Member]], start: float
             g = int(problem.cand_guest[c])
             assignment[g], gk[g], hk[g] = c, k, l
     return make_result(problem, assignment, gk, hk, None, proven=False, start=start, method=method,
-                       backend_status="heuristic", steps=steps)
+                       backend_status=backend_status, steps=steps)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,20 +40,34 @@ log = logging.getLogger(__name__)
 PACKING_METHODS: tuple[str, ...] = ("off", "gimbal", "lucid", "random", "exact")
 
 
-def _solvers(snapshot: Snapshot, time_limit: float,
-             deterministic: bool) -> dict[str, Callable[[PackingProblem], PackingResult]]:
+def _solvers(snapshot: Snapshot, time_limit: float, deterministic: bool,
+             deadline: float | None = None) -> dict[str, Callable[[PackingProblem], PackingResult]]:
     return {
         "gimbal": gimbal_greedy,
         "lucid": lucid_pairing,
         "random": lambda p: random_pairing(p, seed=snapshot.options.packing_seed),
-        "exact": lambda p: _exact(p, time_limit, deterministic),
+        "exact": lambda p: _exact(p, time_limit, deterministic, deadline),
     }
 
 
-def _exact(problem: PackingProblem, time_limit: float, deterministic: bool) -> PackingResult:
+def _exact(problem: PackingProblem, time_limit: float, deterministic: bool,
+           deadline: float | None = None) -> PackingResult:
     """CP-SAT, warm-started from Gimbal's greedy (so a time limit hit still returns at least its answer); with
-    ``deterministic`` under CP-SAT's deterministic time (the same answer on every run)."""
-    greedy = gimbal_greedy(problem)
+    ``deterministic`` under CP-SAT's deterministic time (the same answer on every run).
+
+    Without ``deterministic``, ``deadline`` (``time.perf_counter()``; default: ``time_limit`` from now) bounds the
+    whole step: the greedy stops considering guests there (keeping those packed so far) and CP-SAT gets only what
+    is left after the packing instance and the greedy."""
+    if deterministic:
+        greedy = gimbal_greedy(problem)
+    else:
+        deadline = time.perf_counter() + time_limit if deadline is None else deadline
+        greedy = gimbal_greedy(problem, deadline=deadline)
+        time_limit = deadline - time.perf_counter()
+        if time_limit <= 0.0:
+            log.warning("packing exact not run: the time limit passed while building the instance and the greedy "
+                        "(%s); Gimbal's greedy answer kept", greedy.backend_status)
+            return greedy
     hint = (greedy.assignment, [max(0, round(s * 10) - 1) for s in greedy.guest_share],
             [max(0, round(s * 10) - 1) for s in greedy.host_share])
     res = solve_packing(problem, method="exact", time_limit=time_limit, hint=hint,
@@ -287,12 +302,13 @@ def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: st
     if method not in PACKING_METHODS:
         raise ValueError(f"method: unknown packing method {method!r}; expected one of {', '.join(PACKING_METHODS)}")
     snap = snapshot
+    deadline = time.perf_counter() + time_limit  # building the packing instance counts against the limit
 
     def solve(keep):
         inst = packing_instance(snap, decision, policy=policy, queue=queue, keep=keep)
         if inst is None:
             return None, None
-        res = _solvers(snap, time_limit, deterministic)[method](inst.problem)
+        res = _solvers(snap, time_limit, deterministic, deadline)[method](inst.problem)
         if res.assignment is None:
             log.warning("packing %s gave %s; falling back to Gimbal's greedy", method, res.status)
             res = gimbal_greedy(inst.problem)

@@ -375,3 +375,42 @@ def test_mckp_cpsat_runs_in_a_killable_child_under_a_limit(monkeypatch):
     res = solve_mckp(problem, method="cpsat", time_limit=0.5)
     assert time.perf_counter() - start < 60  # killed, not waited for
     assert res.status == Status.NO_SOLUTION and res.choice is None and "killed" in res.backend_status
+
+
+# ------------------------------------------------------------------ packing's non-exact work counts against the limit
+def _packing_problem():
+    from lyra_solver.formulations.packing import PackingProblem
+
+    return PackingProblem.build(host_util=[0.5, 0.4], host_time=[100.0, 80.0], host_workers=[1, 1],
+                                host_gpus=[1, 1], host_mem=[10.0, 10.0], guest_util=[0.4, 0.3],
+                                guest_time=[10.0, 20.0], guest_gpus=[1, 1], guest_mem=[10.0, 10.0],
+                                slot_host=[0, 1], slot_capacity=[1, 1], slot_mem=[80.0, 80.0],
+                                candidates=[(0, 0, [(0, 1)]), (0, 1, [(1, 1)]), (1, 0, [(0, 1)]),
+                                            (1, 1, [(1, 1)])])
+
+
+def test_gimbal_greedy_stops_at_its_deadline_with_a_valid_packing():
+    import time
+
+    from lyra_solver.heuristics.packing import gimbal_greedy
+
+    p = _packing_problem()
+    full = gimbal_greedy(p)
+    assert full.packed == 2 and full.backend_status == "heuristic"
+    assert gimbal_greedy(p, deadline=time.perf_counter() + 3600).assignment == full.assignment
+    late = gimbal_greedy(p, deadline=time.perf_counter() - 1.0)  # passed before the first guest: none packed
+    assert late.assignment == (-1, -1) and late.packed == 0
+    assert late.backend_status == "heuristic (stopped at the time limit after 0 of 2 guests)"
+
+
+def test_packing_exact_not_run_when_the_limit_passed_before_it(monkeypatch):
+    import time
+
+    from lyra_solver import packing as sp
+
+    def never(*args, **kwargs):
+        raise AssertionError("CP-SAT called with no time left")
+
+    monkeypatch.setattr(sp, "solve_packing", never)
+    res = sp._exact(_packing_problem(), 1.0, False, deadline=time.perf_counter() - 1.0)
+    assert res.method == "gimbal" and res.packed == 0 and "stopped at the time limit" in res.backend_status
