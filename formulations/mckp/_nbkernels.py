@@ -24,7 +24,7 @@ def count(W, V, dw, dv, cap, thr, alpha):  # pragma: no cover - compiled
     return total
 
 @numba.njit(cache=True, nogil=True)
-def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd):  # pragma: no cover
+def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r):  # pragma: no cover
     S = W.shape[0]
     k = dw.shape[0]
     # 1. incumbent: per item, the heaviest state that fits has the largest value (values increase)
@@ -43,6 +43,10 @@ def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, y
                 best_p = h
                 best_j = j
     thr = best_v + tol
+    # the Lagrangian pre-test's threshold lifted to the congruence class (core.lift_threshold)
+    thr_lag = thr
+    if mod_g > 1:
+        thr_lag = thr + float((mod_r - np.int64(np.ceil(thr))) % mod_g)
     # 2. Lagrangian pre-test and list heads
     lagS = np.empty(S, dtype=np.float64)
     for h in range(S):
@@ -59,7 +63,7 @@ def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, y
     heads = np.empty(k, dtype=np.int64)
     for j in range(k):
         h = 0
-        while h < S and not (lagS[h] - loss[j] > thr):
+        while h < S and not (lagS[h] - loss[j] > thr_lag):
             h += 1
         heads[j] = h
     has_tail = xu.shape[0] > 0
@@ -83,7 +87,7 @@ def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, y
             break
         h = heads[jb]
         nxt = h + 1
-        while nxt < S and not (lagS[nxt] - loss[jb] > thr):
+        while nxt < S and not (lagS[nxt] - loss[jb] > thr_lag):
             nxt += 1
         heads[jb] = nxt
         v = V[h] + dv[jb]

@@ -6,7 +6,7 @@ broken by the same rules), so the path taken changes the time, never the answer:
 
 * ``count(W, V, dw, dv, cap, thr, alpha)``: how many candidates ``(state h, item j)`` pass the Lagrangian
   pre-test ``(V[h] + alpha (cap - W[h])) - (alpha dw[j] - dv[j]) > thr`` (the memory guard's input);
-* ``step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd)``: one core step (see
+* ``step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r)``: one core step (see
   :func:`lyra_solver.formulations.mckp.core.step_numpy` for the definition). Here it is a single k-way merge of
   the ``k`` weight-sorted candidate lists (one per item of the entering class) that updates the incumbent,
   fathoms by the upper bound and drops dominated candidates in one pass: :math:`O(S k^2)` time (a scan of the

@@ -44,7 +44,11 @@ may be missed; no state better by more than ``tol`` is fathomed). When all value
 ``n max|v| < 2^50``, so sums are exact), ``tol = 1 - margin`` with ``margin = max(1e-6, 64 ulp(scale))``: a
 better solution is better by at least 1, so a state whose bound is below ``z + 1`` by more than the bound's
 rounding error is fathomed and the search stops as soon as the incumbent reaches the bound rounded down; the
-proof stays exact.
+proof stays exact. With integral data the Lagrangian tests are further lifted by a congruence that every
+solution satisfies (:func:`congruence`, :func:`lift_threshold`, proof there): when ``v_ij - floor(alpha) w_ij``
+takes one residue modulo ``g > 1`` in every class (e.g. strongly correlated classes, where ``v - w`` is a multiple
+of 10), a state must reach the next integer of the right residue, not merely ``z + 1``; ``g = 1`` on most
+instances, and then nothing changes.
 
 Memory is bounded: before a step, the bytes of the links kept so far, the state list and the step's candidates
 (counted exactly by the kernel's ``count`` when the estimate ``S k`` is too large) are compared with half of
@@ -174,6 +178,8 @@ class _Prepared:
     lam_up: np.ndarray
     lam_dn: np.ndarray
     regret: np.ndarray
+    mod_g: int = 1
+    mod_r: int = 0
 
 
 class _LazyOrder:
@@ -278,6 +284,67 @@ class _LPTail:
 _NO_TAIL = np.zeros(0, dtype=np.float64)
 
 
+def congruence(problem: MCKPProblem, alpha: float) -> tuple[int, int]:
+    """A congruence every solution's value satisfies, for the integral-value bound (``(1, 0)``: none found).
+
+    With ``mu = floor(alpha) >= 0`` and ``d_ij = v_ij - mu w_ij`` (integers when values and weights are),
+    ``g`` is the gcd over every class ``i`` and item ``j`` of ``d_ij - d_i0`` and ``r = (mu c + sum_i d_i0)
+    mod g``.
+
+    Lemma (validity of :func:`lift_threshold`). For every feasible choice ``x`` (weight ``w(x) <= c``, value
+    ``v(x)``), ``T(x) = v(x) + mu (c - w(x))`` is an integer with ``T(x) = r (mod g)``, since
+    ``v(x) - mu w(x) = sum_i d_{i x_i} = sum_i d_i0 (mod g)``, and ``T(x) >= v(x)`` as ``mu >= 0``. For a core
+    state ``(W, V)`` (classes outside the core at their LP items, which maximise ``v_ij - alpha w_ij`` in their
+    class) and any completion ``x`` of it, ``v(x) - alpha w(x) <= V - alpha W`` (a class moved from its LP item
+    loses Lagrangian value), so ``T(x) <= v(x) + alpha (c - w(x)) <= V + alpha (c - W) = lag`` because
+    ``mu <= alpha`` and ``c - w(x) >= 0``. Hence if ``x`` beats an integral incumbent ``z``, ``T(x) >= v(x) >
+    z``, so ``T(x)`` is at least the least integer above ``z`` that is ``= r (mod g)``, and ``lag`` reaches it.
+    A state (or item of an entering class, or candidate of a step) whose Lagrangian value stays below that
+    integer by more than the rounding error is fathomed; with ``g = 1`` this is the plain integral test. No
+    property of any generator is used: it holds for every instance with integral weights and values (the
+    caller checks that); for most instances ``g = 1`` and nothing changes.
+
+    Running time :math:`O(n m)` at worst, stopping at the first block of classes where the gcd reaches 1.
+    """
+    if not np.isfinite(alpha) or alpha < 0.0:
+        return 1, 0
+    mu = int(np.floor(alpha))
+    w, v, sizes = problem.weights, problem.values, problem.sizes
+    n, m = w.shape
+    if n == 0 or m == 0 or mu * float(np.abs(w).max(initial=0)) + float(np.abs(v).max(initial=0)) >= 2.0**50:
+        return 1, 0
+    g = 0
+    lo = 0
+    block = 1
+    while lo < n:
+        hi = min(n, lo + block)
+        d = v[lo:hi].astype(np.int64) - mu * w[lo:hi].astype(np.int64)
+        diff = d - d[:, :1]
+        diff[np.arange(m)[None, :] >= sizes[lo:hi, None]] = 0
+        g = int(np.gcd(g, np.gcd.reduce(np.abs(diff), axis=None)))
+        if g == 1:
+            return 1, 0
+        lo, block = hi, block * 8
+    if g <= 1:
+        return 1, 0
+    d0 = v[:, 0].astype(np.int64) - mu * w[:, 0].astype(np.int64)
+    r = (mu * int(problem.capacity) + int((d0 % g).sum())) % g
+    return g, int(r)
+
+
+def lift_threshold(thr: float, mod_g: int, mod_r: int) -> float:
+    """The Lagrangian fathoming threshold lifted to the congruence of :func:`congruence`.
+
+    ``thr`` is ``z + tol`` with ``tol = 1 - margin`` (integral values), so ``ceil(thr) = z + 1`` is the least
+    value that beats ``z``; the result is ``thr`` plus the distance from ``ceil(thr)`` up to the next integer
+    ``= mod_r (mod mod_g)``: a Lagrangian value must exceed that integer less ``margin`` (lemma in
+    :func:`congruence`). ``mod_g = 1`` returns ``thr``. The numba step kernel computes the same expression.
+    """
+    if mod_g <= 1:
+        return thr
+    return thr + float((mod_r - int(np.ceil(thr))) % mod_g)
+
+
 def state_bounds(W: np.ndarray, V: np.ndarray, cap: int, alpha: float, lam_up: float, lam_dn: float,
                  r_next: float, xu: np.ndarray, yu: np.ndarray, xd: np.ndarray, yd: np.ndarray) -> np.ndarray:
     """Upper bound of every state ``(W, V)`` over its completions by the classes outside the core.
@@ -358,7 +425,7 @@ def count_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, ca
 
 def step_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap: int, z: float, tol: float,
                alpha: float, lam_up: float, lam_dn: float, r_next: float, xu: np.ndarray, yu: np.ndarray,
-               xd: np.ndarray, yd: np.ndarray):
+               xd: np.ndarray, yd: np.ndarray, mod_g: int, mod_r: int):
     """One core step: combine the states with the items of the entering class (the kernels' definition).
 
     Parameters
@@ -372,6 +439,9 @@ def step_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap
         Incumbent value and tolerance.
     alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd
         Bound parameters of the classes still outside the core (:func:`state_bounds`).
+    mod_g, mod_r : int
+        The congruence of :func:`congruence` (``1, 0``: none); the Lagrangian pre-test compares with
+        :func:`lift_threshold` of ``thr``.
 
     Returns
     -------
@@ -384,9 +454,10 @@ def step_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap
     -----
     Definition: the incumbent ``z'`` is updated first; with ``thr = z' + tol``, a candidate ``(h, j)``
     (weight ``W[h] + dw[j]``, value ``V[h] + dv[j]``) is considered when its Lagrangian value
-    ``(V[h] + alpha (cap - W[h])) - (alpha dw[j] - dv[j])`` exceeds ``thr``; of the considered candidates,
-    a candidate is kept when its bound exceeds ``thr`` and no considered candidate of no more weight has a
-    larger value (of equal weight and value: the lowest item). Running time :math:`O(S k \\log(S k))`.
+    ``(V[h] + alpha (cap - W[h])) - (alpha dw[j] - dv[j])`` exceeds ``lift_threshold(thr, mod_g, mod_r)``;
+    of the considered candidates, a candidate is kept when its bound exceeds ``thr`` and no considered candidate
+    of no more weight has a larger value (of equal weight and value: the lowest item).
+    Running time :math:`O(S k \\log(S k))`.
     """
     S, k = W.shape[0], dw.shape[0]
     best_v, best_p, best_j = z, -1, -1
@@ -401,11 +472,12 @@ def step_numpy(W: np.ndarray, V: np.ndarray, dw: np.ndarray, dv: np.ndarray, cap
             if hv[o] > z:
                 best_v, best_p, best_j = float(hv[o]), int(h[js[o]]), int(js[o])
     thr = best_v + tol
+    thr_lag = lift_threshold(thr, mod_g, mod_r)
     lag = V + alpha * (cap - W).astype(np.float64)
     loss = alpha * dw.astype(np.float64) - dv
     parts_h, parts_j = [], []
     for j in range(k):
-        hh = np.flatnonzero(lag - loss[j] > thr)
+        hh = np.flatnonzero(lag - loss[j] > thr_lag)
         parts_h.append(hh)
         parts_j.append(np.full(hh.shape[0], j, dtype=np.int64))
     hh = np.concatenate(parts_h) if parts_h else np.zeros(0, np.int64)
@@ -463,6 +535,7 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
         scale = max(1.0, abs(lp.bound), float(np.abs(base_v).sum()), vmax * n)
         margin = max(INT_MARGIN, 64.0 * float(np.spacing(scale)))
         tol = 1.0 - margin if margin < 0.5 else 0.5
+    mod_g, mod_r = congruence(problem, lp.alpha) if tol > 0.5 else (1, 0)
     # gradients from the LP vertex: next hull step up / down (LP optimality: lam_up <= alpha <= lam_dn)
     lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
     lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
@@ -472,7 +545,7 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
         regret = _regrets_numpy(problem, lp.lp_pos, lp.alpha)
     else:
         regret = phase[2](problem.weights, problem.values, problem.sizes, lp.lp_pos, lp.alpha)
-    return _Prepared(hulls, lp, base_w, base_v, tol, lam_up, lam_dn, regret)
+    return _Prepared(hulls, lp, base_w, base_v, tol, lam_up, lam_dn, regret, mod_g, mod_r)
 
 
 def _regrets_numpy(problem: MCKPProblem, lp_item: np.ndarray, alpha: float) -> np.ndarray:
@@ -642,7 +715,10 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         inc.offer_full(value, pos)
         if inc.positions is pos:
             stats["free_start"] = room
-    if lp.bound - inc.value <= tol:
+    mod = (prep.mod_g, prep.mod_r)
+    # the root state's Lagrangian value is the LP bound (duality); with a congruence it may close the gap alone
+    root_lag = float(prep.base_v.sum()) + alpha * float(cap - int(prep.base_w.sum()))
+    if lp.bound - inc.value <= tol or root_lag <= lift_threshold(inc.value + tol, *mod):
         return _finish(problem, prep, inc, inc.positions, [], [], [], (step_numpy, count_numpy), max_bytes, lp.bound,
                        True, start, "lp-bound", stats)
 
@@ -690,6 +766,9 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             if ub_max <= thr:
                 proven, note = True, "bound"
                 break
+            if lag_ub <= lift_threshold(thr, *mod):  # no state reaches the next value of the congruence class
+                proven, note = True, "congruence"
+                break
             a, b = lists.head_up(), lists.head_dn()
             need_up = a >= 0 and bool(need_up)
             need_dn = b >= 0 and bool(need_dn)
@@ -710,7 +789,8 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             note = "time_limit"
             break
         # reduce the entering class only: items whose Lagrangian loss alone closes the gap are dropped
-        cand, dw, dv = select(problem, i, int(base_w[i]), float(base_v[i]), alpha, float(lag_ub), thr)
+        cand, dw, dv = select(problem, i, int(base_w[i]), float(base_v[i]), alpha, float(lag_ub),
+                              lift_threshold(thr, *mod))
         lists.in_core[i] = True
         order.append(i)
         t = len(order) - 1
@@ -726,17 +806,17 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             break
         n_cand = S * k  # candidates of the step: the estimate, counted exactly when it matters
         if parents is not None and hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > LINK_SHARE * max_bytes:
-            n_cand = count(W, V, dw, dv, cap, thr, alpha)
+            n_cand = count(W, V, dw, dv, cap, lift_threshold(thr, *mod), alpha)
             if hist_bytes + 16 * S + BYTES_PER_CANDIDATE * n_cand > LINK_SHARE * max_bytes:
                 parents, items, hist_bytes = None, [], 0  # drop the links: the incumbent will be rebuilt
         if 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
             if n_cand == S * k:
-                n_cand = count(W, V, dw, dv, cap, thr, alpha)
+                n_cand = count(W, V, dw, dv, cap, lift_threshold(thr, *mod), alpha)
             if 16 * S + BYTES_PER_CANDIDATE * n_cand > max_bytes:
                 note = "memory_limit"
                 order.pop()
                 break
-        bounds = (lam_up, lam_dn, r_next, xu, yu, xd, yd)
+        bounds = (lam_up, lam_dn, r_next, xu, yu, xd, yd, *mod)
         nW, nV, par, itm, best_v, best_p, best_j = step(W, V, dw, dv, cap, inc.value, tol, alpha, *bounds)
         records.append(_StepRecord(i, cand, dw, dv, bounds))
         if best_p >= 0:
@@ -776,6 +856,7 @@ def _rebuild(problem: MCKPProblem, prep: _Prepared, records: list[_StepRecord], 
     """
     cap, tol, alpha = problem.capacity, prep.tol, prep.lp.alpha
     z = target - 2.0 * tol  # threshold z + tol = target - tol
+    thr_lag = lift_threshold(z + tol, prep.mod_g, prep.mod_r)
     W = np.array([int(prep.base_w.sum())], dtype=np.int64)
     V = np.array([float(prep.base_v.sum())], dtype=np.float64)
     parents: list[np.ndarray] = []
@@ -785,7 +866,7 @@ def _rebuild(problem: MCKPProblem, prep: _Prepared, records: list[_StepRecord], 
     for s, rec in enumerate(records[: last + 1]):
         S, k = W.shape[0], rec.cand.shape[0]
         if hist + 16 * S + BYTES_PER_CANDIDATE * S * k > max_bytes and \
-                hist + 16 * S + BYTES_PER_CANDIDATE * count(W, V, rec.dw, rec.dv, cap, z + tol, alpha) > max_bytes:
+                hist + 16 * S + BYTES_PER_CANDIDATE * count(W, V, rec.dw, rec.dv, cap, thr_lag, alpha) > max_bytes:
             return None
         nW, nV, par, itm, best_v, best_p, best_j = step(W, V, rec.dw, rec.dv, cap, z, tol, alpha, *rec.bounds)
         if best_p >= 0 and best_v >= target:

@@ -127,23 +127,82 @@ def test_step_kernels_return_the_same_arrays(seed):
     yd = np.concatenate([[0.0], np.cumsum(np.sort(rng.uniform(1.0, 2.0, 30)) * np.diff(xd))])
     z = float(V[np.searchsorted(W, cap, side="right") - 1]) if W[0] <= cap else -1e9
     for tail in ((xu, yu, xd, yd), (np.zeros(0),) * 4):
-        args = (W, V, dw, dv, cap, z, 0.5, 1.0, 0.8, 1.3, 0.25, *tail)
-        got, ref = step_nb(*args), step_numpy(*args)
-        for x, y in zip(got[:4], ref[:4], strict=True):
-            assert np.array_equal(np.asarray(x), np.asarray(y))
-        assert got[4:] == ref[4:]
+        for mod in ((1, 0), (7, 3), (10, 0)):  # with and without a congruence lifting the Lagrangian test
+            args = (W, V, dw, dv, cap, z, 0.5, 1.0, 0.8, 1.3, 0.25, *tail, *mod)
+            got, ref = step_nb(*args), step_numpy(*args)
+            for x, y in zip(got[:4], ref[:4], strict=True):
+                assert np.array_equal(np.asarray(x), np.asarray(y))
+            assert got[4:] == ref[4:]
         for thr in (z + 0.5, z - 50.0, -np.inf):
             s_args = (W, V, cap, 1.0, 0.8, 1.3, 0.25, *tail, thr)
             assert tuple(scan_nb(*s_args)) == scan_numpy(*s_args)
     assert count_nb(W, V, dw, dv, cap, z, 1.0) == count_numpy(W, V, dw, dv, cap, z, 1.0)
 
 
-def _strongly(n: int, m: int, seed: int) -> MCKPProblem:
+def _strongly(n: int, m: int, seed: int, congruent: bool = False) -> MCKPProblem:
+    """Strongly correlated classes (value = weight + 10 per step); unless ``congruent``, one value is moved by 1
+    so that no congruence (``core.congruence``) helps and the search stays hard (the memory tests need that)."""
     rng = np.random.default_rng(seed)
     wk = np.sort(rng.integers(1, 1001, (n, m)), axis=1)
     w = np.cumsum(wk, axis=1)
     v = np.cumsum(wk + 10, axis=1).astype(float)
+    if not congruent:
+        v[0, 0] -= 1.0
     return MCKPProblem.from_padded(w, v, np.full(n, m), int((w[:, 0].sum() + w[:, -1].sum()) // 2))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_congruence_bound_proves_strongly_correlated(seed):
+    """value - weight is a multiple of 10 in every class: the congruence (g = 10) closes a gap the LP bound
+    leaves; both paths agree with each other and with the DP, and fewer states are needed than without it."""
+    from lyra_solver.formulations.mckp.core import _prepare, congruence
+
+    p = _strongly(60, 6, seed, congruent=True)
+    prep = _prepare(p, False)
+    g, r = congruence(p, prep.lp.alpha)
+    assert prep.lp.alpha >= 1.0 and g == 10 and (g, r) == (prep.mod_g, prep.mod_r)
+    a, b = solve_core(p, use_numba=False), solve_core(p, use_numba=True)
+    dp = solve_mckp(p, method="dp")
+    assert a.status is Status.OPTIMAL and a.objective == dp.objective and a.choice == b.choice
+    assert a.stats == {**b.stats, "numba": 0}
+    ws, vs = p.to_ragged()
+    assert checked(ws, vs, p.capacity, a) == dp.objective
+    assert congruence(_strongly(60, 6, seed), prep.lp.alpha) == (1, 0)
+
+
+@st.composite
+def congruent_instances(draw):
+    """Small integral instances whose values are ``mu w + g k + r_i`` (a congruence modulo ``g`` at
+    ``mu``), so that the lifted Lagrangian test is exercised against brute force."""
+    n = draw(st.integers(1, 5))
+    mu = draw(st.sampled_from([0, 1, 2]))
+    g = draw(st.sampled_from([2, 3, 10]))
+    weights, values = [], []
+    for _ in range(n):
+        k = draw(st.integers(1, 5))
+        r = draw(st.integers(-3, 3))
+        w = draw(st.lists(st.integers(0, 20), min_size=k, max_size=k))
+        q = draw(st.lists(st.integers(-2, 4), min_size=k, max_size=k))
+        weights.append(w)
+        values.append([float(mu * wj + g * qj + r) for wj, qj in zip(w, q, strict=True)])
+    capacity = draw(st.integers(0, 60))
+    return weights, values, capacity
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(congruent_instances(), st.booleans())
+def test_core_with_congruence_against_brute_force(inst, use_greedy):
+    weights, values, capacity = inst
+    opt = brute(weights, values, capacity)
+    p = MCKPProblem.from_ragged(weights, values, capacity)
+    a = solve_mckp(p, method="core", use_numba=False, use_greedy=use_greedy)
+    b = solve_mckp(p, method="core", use_numba=True, use_greedy=use_greedy)
+    if opt is None:
+        assert a.status is Status.INFEASIBLE and b.status is Status.INFEASIBLE
+        return
+    assert a.status is Status.OPTIMAL and a.bound == pytest.approx(opt, abs=1e-9)
+    assert checked(weights, values, capacity, a) == pytest.approx(opt, abs=1e-9)
+    assert a.choice == b.choice and a.bound == b.bound and a.stats["states"] == b.stats["states"]
 
 
 @pytest.mark.parametrize("use_numba", [False, True])
