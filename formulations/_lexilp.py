@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from lyra_solver.formulations._forked import run_bounded
 from lyra_solver.formulations._result import Status
 
 __all__ = ["BACKENDS", "LexAnswer", "Milp", "integerise", "solve_lex"]
@@ -84,6 +85,8 @@ class Milp:
         self.imps.append((a, b))
 
 
+#: Seconds CP-SAT may run past a wall-clock limit before its (forked) process is killed.
+KILL_GRACE = 0.25
 #: Rows (or variables) built between two looks at the clock while a model is built under a wall-clock limit.
 _CHECK_EVERY = 512
 #: Writing PuLP's MPS file takes about this fraction of the time PuLP took to build the model (measured: 0.75 on
@@ -247,19 +250,34 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, determ
                 names.append("SKIPPED")
                 break
             solver.parameters.max_time_in_seconds = max(left, 0.001)
-        st = solver.solve(m)
-        det_used += solver.response_proto.deterministic_time
+        def run(solver=solver, stage=stage):
+            st = solver.solve(m)
+            found = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+            return (st, solver.response_proto.deterministic_time,
+                    [int(solver.value(v)) for v in vs] if found else None,
+                    float(solver.best_objective_bound) if found else None,
+                    float(solver.objective_value) if found else None)
+
+        if left is None:
+            answer = run()
+        else:  # CP-SAT's presolve can overrun its limit on large models: run it where it can be killed
+            answer = run_bounded(run, deadline + KILL_GRACE, what="CP-SAT")
+            if answer is None:
+                names.append(f"KILLED {KILL_GRACE} s after the time limit")
+                break
+        st, det, found_values, found_bound, found_objective = answer
+        det_used += det
         names.append(code.get(st, str(st)))
         if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            values = [int(solver.value(v)) for v in vs]
+            values = found_values
             if stage == 0:
                 first_status = Status.OPTIMAL if st == cp_model.OPTIMAL else Status.FEASIBLE
-                first_bound = float(solver.best_objective_bound)
+                first_bound = found_bound
         elif stage == 0:
             first_status = Status.INFEASIBLE if st == cp_model.INFEASIBLE else Status.NO_SOLUTION
         if st != cp_model.OPTIMAL or stage == len(objectives) - 1:
             break
-        best = int(round(solver.objective_value))
+        best = int(round(found_objective))
         m.add(expr <= best)
         m.clear_hints()
         for v, val in zip(vs, values, strict=True):
