@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["run_bounded"]
+__all__ = ["FORK_MIN_SIZE", "run_bounded"]
+
+#: Models smaller than this (variables) are solved in this process: their set-up cannot overrun a limit by
+#: much, and a fork (milliseconds, more in a large process) would cost more than it saves on every small round.
+FORK_MIN_SIZE = 5_000
 
 
-def run_bounded(func, deadline: float, *, what: str):
+def run_bounded(func, deadline: float, *, what: str, size: int | None = None):
     """``func()`` run in a forked child process, killed at ``deadline`` (``time.perf_counter()``); its return
     value, or None when it was killed (or died); an exception in ``func`` is raised here as a RuntimeError.
-    Where ``fork`` is not available, ``func()`` runs here."""
+
+    ``func()`` runs here, unbounded, where ``fork`` is not available, in a daemonic process (which may not
+    have children), and for a model of ``size`` below :data:`FORK_MIN_SIZE`."""
     import multiprocessing as mp
     import pickle
 
-    if "fork" not in mp.get_all_start_methods():
+    if ((size is not None and size < FORK_MIN_SIZE) or "fork" not in mp.get_all_start_methods()
+            or mp.current_process().daemon):
         return func()
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)

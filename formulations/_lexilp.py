@@ -261,7 +261,7 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, determ
         if left is None:
             answer = run()
         else:  # CP-SAT's presolve can overrun its limit on large models: run it where it can be killed
-            answer = run_bounded(run, deadline + KILL_GRACE, what="CP-SAT")
+            answer = run_bounded(run, deadline + KILL_GRACE, what="CP-SAT", size=len(vs))
             if answer is None:
                 names.append(f"KILLED {KILL_GRACE} s after the time limit")
                 break

@@ -167,6 +167,27 @@ def _knapsack_instance(n: int = 40, seed: int = 0):
     return MCKPProblem.from_padded(w, v, np.full(n, 4), int(w[:, 0].sum() + w[:, -1].sum()) // 2)
 
 
+@pytest.fixture(autouse=True)
+def _fork_every_model(monkeypatch):
+    """The kill tests here use small models: fork them too (by default only large ones are)."""
+    from lyra_solver.formulations import _forked
+
+    monkeypatch.setattr(_forked, "FORK_MIN_SIZE", 0)
+
+
+def test_small_models_run_in_process_large_ones_forked(monkeypatch):
+    import os
+    import time
+
+    from lyra_solver.formulations import _forked
+
+    monkeypatch.setattr(_forked, "FORK_MIN_SIZE", 100)
+    deadline = time.perf_counter() + 600.0
+    assert _forked.run_bounded(os.getpid, deadline, what="test", size=99) == os.getpid()
+    assert _forked.run_bounded(os.getpid, deadline, what="test", size=100) != os.getpid()
+    assert _forked.run_bounded(os.getpid, deadline, what="test") != os.getpid()
+
+
 def _sleeping_cbc(monkeypatch, tmp_path):
     """CBC replaced by a program that never answers, so a kill is certain whatever the machine's load (the
     real CBC may finish a small model before a kill that is due at once, on a busy machine)."""

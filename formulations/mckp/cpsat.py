@@ -133,7 +133,7 @@ def solve_cpsat(problem: MCKPProblem, *, time_limit: float | None = None, num_wo
     if time_limit is None:
         status, name, best_bound, vals = run()
     else:  # CP-SAT's presolve can run seconds past its limit on large models: run it where it can be killed
-        answer = run_bounded(run, start + float(time_limit) + KILL_GRACE, what="CP-SAT")
+        answer = run_bounded(run, start + float(time_limit) + KILL_GRACE, what="CP-SAT", size=len(x))
         if answer is None:
             return make_result(problem, None, None, proven=False, start=start, method="cpsat",
                                backend_status=f"killed {KILL_GRACE} s after the time limit")

@@ -86,7 +86,7 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
     if time_limit is None:
         status, x, message, dual = run()
     else:  # HiGHS's set-up before its search ignores the limit: run it where it can be killed
-        answer = run_bounded(run, start + float(time_limit) + KILL_GRACE, what="HiGHS")
+        answer = run_bounded(run, start + float(time_limit) + KILL_GRACE, what="HiGHS", size=nv)
         if answer is None:
             return make_result(problem, None, None, proven=False, start=start, method="highs",
                                backend_status=f"killed {KILL_GRACE} s after the time limit")
