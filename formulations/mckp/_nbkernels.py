@@ -158,6 +158,8 @@ def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # prag
             lag_max = lag
         if b2 < ub:
             ub = b2
+        # the same tail bound as in step, written out: an inlined helper returning (bound, pu, pd) made the
+        # strongly 10,000 x 10 search about 28% slower (2026-11-30)
         if has_tail:
             if r >= 0.0:
                 while xu[pu] > r:
