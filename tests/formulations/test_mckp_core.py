@@ -58,16 +58,23 @@ def instances(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(), st.booleans())
 def test_core_against_brute_force(inst, use_greedy):
+    _check_core_against_brute_force(inst, use_greedy)
+
+
+def _check_core_against_brute_force(inst, use_greedy: bool, *, bound_is_optimum: bool = False) -> None:
+    """Both paths of the core (numpy, numba) through the front door, which answers the infeasible instances
+    before dispatch: the brute-force optimum, a checked choice, and the same choice, bound and state count."""
     weights, values, capacity = inst
     opt = brute(weights, values, capacity)
     p = MCKPProblem.from_ragged(weights, values, capacity)
-    # through the front door: it answers the infeasible instances before dispatch
     a = solve_mckp(p, method="core", use_numba=False, use_greedy=use_greedy)
     b = solve_mckp(p, method="core", use_numba=True, use_greedy=use_greedy)
     if opt is None:
         assert a.status is Status.INFEASIBLE and b.status is Status.INFEASIBLE
         return
     assert a.status is Status.OPTIMAL
+    if bound_is_optimum:
+        assert a.bound == pytest.approx(opt, abs=1e-9)
     assert checked(weights, values, capacity, a) == pytest.approx(opt, abs=1e-9)
     assert a.choice == b.choice and a.bound == b.bound and a.stats["states"] == b.stats["states"]
 
@@ -192,17 +199,7 @@ def congruent_instances(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(congruent_instances(), st.booleans())
 def test_core_with_congruence_against_brute_force(inst, use_greedy):
-    weights, values, capacity = inst
-    opt = brute(weights, values, capacity)
-    p = MCKPProblem.from_ragged(weights, values, capacity)
-    a = solve_mckp(p, method="core", use_numba=False, use_greedy=use_greedy)
-    b = solve_mckp(p, method="core", use_numba=True, use_greedy=use_greedy)
-    if opt is None:
-        assert a.status is Status.INFEASIBLE and b.status is Status.INFEASIBLE
-        return
-    assert a.status is Status.OPTIMAL and a.bound == pytest.approx(opt, abs=1e-9)
-    assert checked(weights, values, capacity, a) == pytest.approx(opt, abs=1e-9)
-    assert a.choice == b.choice and a.bound == b.bound and a.stats["states"] == b.stats["states"]
+    _check_core_against_brute_force(inst, use_greedy, bound_is_optimum=True)
 
 
 @pytest.mark.parametrize("use_numba", [False, True])
