@@ -61,6 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--jobs", type=int, default=0, help="parallel processes (default: CPU count)")
     r.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="local processes or a Ray cluster (needs ray installed; default %(default)s)")
+    r.add_argument("--address", default=None,
+                   help="with --backend ray: the Ray cluster's address (ray.init(address=...); default: a local Ray)")
     r.add_argument("--out", help="directory for summary.json, timings.json, jobs-POLICY.csv and plots")
     r.add_argument("--check", action="store_true", help="check every decision with the independent checker")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -216,6 +218,7 @@ def _run_all(tasks, trace, config, mapping, args):
     try:
         out = map_tasks(_run_task, [(trace, config, p, s, mapping) for p, s in tasks],
                         jobs=args.jobs or os.cpu_count() or 1, backend=args.backend,
+                        address=getattr(args, "address", None),
                         progress=None if bar is None else bar.t.update)
     finally:
         if bar is not None:
@@ -231,6 +234,8 @@ def run(args) -> int:
     policies = [args.policy] if args.policy else list(dict.fromkeys(args.compare))
     for p in policies:
         get_policy(p)  # unknown name or packing not available: exit 2 before any work
+    if args.address is not None and args.backend != "ray":
+        _fail("--address", "only with --backend ray")
     if args.backend == "ray":
         _need_ray()
     trace, config = _setup(args)

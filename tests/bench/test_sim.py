@@ -490,6 +490,33 @@ def test_ray_backend_without_ray_exits_2(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "o").exists()
 
 
+def test_address_needs_the_ray_backend_and_reaches_it(tmp_path, capsys, monkeypatch):
+    import types
+
+    from lyra_solver.bench import harness
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,a\n")
+    args = ["simulate", "--trace", str(trace), "--compare", "baseline", "lyra", "--address", "ray://head:10001"]
+    rc = main([*args, "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and "--address" in err and "--backend ray" in err, err
+    assert not (tmp_path / "o").exists()
+    # with --backend ray the address is what the harness's backend is given (the runs done locally here)
+    seen = []
+    real = harness.map_tasks
+
+    def recording(fn, items, **kw):
+        seen.append((kw["backend"], kw["address"]))
+        return real(fn, items, jobs=1, backend="local", progress=kw.get("progress"))
+
+    monkeypatch.setitem(__import__("sys").modules, "ray", types.ModuleType("ray"))
+    monkeypatch.setattr(harness, "map_tasks", recording)
+    rc = main([*args, "--backend", "ray", "--no-progress", "--out", str(tmp_path / "o2")])
+    assert rc == 0, capsys.readouterr().err
+    assert seen == [("ray", "ray://head:10001")]
+
+
 @needs_data
 def test_tiresias_threshold_option(tmp_path, capsys):
     import json
