@@ -104,13 +104,29 @@ def test_a_missing_library_is_refused_by_name():
         value_table(_mixed_jobs(2, 0), backend="cupy")
 
 
-def test_auto_on_a_large_table_without_gpu_is_numpy():
-    if _cuda():
-        pytest.skip("a GPU is present: auto picks it")
+def test_auto_picks_a_gpu_library_only_for_large_tables(monkeypatch):
+    from lyra_solver import values
+
+    monkeypatch.setattr(values, "_gpu_library", lambda: None)  # as on a machine without a GPU
     jobs = [JobOptions(PowerThroughput(rate_per_worker=2.0, exponent=0.7), 1, 64, 1e4)] * (AUTO_MIN_CELLS // 64)
     assert resolve_backend("auto", len(jobs) * 64) == "numpy"
     t = value_table(jobs)
     assert t.values.shape == (len(jobs), 64)
+    monkeypatch.setattr(values, "_gpu_library", lambda: "torch")  # as on a machine whose torch sees a GPU
+    assert resolve_backend("auto", AUTO_MIN_CELLS) == "torch"
+    assert resolve_backend("auto", AUTO_MIN_CELLS - 1) == "numpy"
+
+
+def test_the_gpu_library_probe_answers_what_this_machine_has():
+    from lyra_solver import values
+
+    got = values._gpu_library()
+    if _cuda():
+        assert got == "torch"
+    elif importlib.util.find_spec("cupy") is None:
+        assert got is None  # no torch GPU, no CuPy: numpy (CI's case)
+    else:
+        assert got in (None, "cupy")
 
 
 def test_importing_the_package_and_a_numpy_decide_import_no_gpu_library():
