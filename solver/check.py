@@ -291,20 +291,30 @@ def rule_format_version(f: Facts) -> list[Violation]:
     return []
 
 
+def _distinct_known(f: Facts, entries, field: str, verb: str, seen: set[str], out: list[Violation]):
+    """The ``(field path, server id)`` of ``servers.<field>`` entries seen for the first time and known to the
+    snapshot; a repeated id (``<field>-duplicate``) or an unknown one (``<field>-unknown-server``) is added to
+    ``out`` instead. ``seen`` collects the distinct ids, unknown ones included."""
+    for i, sid in entries:
+        where = f"servers.{field}[{i}]"
+        if sid in seen:
+            out.append(Violation(f"{field}-duplicate", where, f"server {sid!r} is {verb} twice"))
+            continue
+        seen.add(sid)
+        if sid not in f.servers:
+            out.append(Violation(f"{field}-unknown-server", where, f"server {sid!r} is not in the snapshot"))
+            continue
+        yield where, sid
+
+
 def rule_reclaim(f: Facts) -> list[Violation]:
     """``servers.reclaim``: distinct loaned servers of the snapshot, exactly ``min(reclaim, loaned)`` of them."""
     if f.decision is None:
         return []
-    out, seen = [], set()
-    for i, sid in f.reclaim:
-        where = f"servers.reclaim[{i}]"
-        if sid in seen:
-            out.append(Violation("reclaim-duplicate", where, f"server {sid!r} is reclaimed twice"))
-            continue
-        seen.add(sid)
-        if sid not in f.servers:
-            out.append(Violation("reclaim-unknown-server", where, f"server {sid!r} is not in the snapshot"))
-        elif f.state(sid) != "loaned":
+    out: list[Violation] = []
+    seen: set[str] = set()
+    for where, sid in _distinct_known(f, f.reclaim, "reclaim", "reclaimed", seen, out):
+        if f.state(sid) != "loaned":
             what = f.state(sid) or f.pool(sid)
             out.append(Violation("reclaim-not-loaned", where,
                                  f"server {sid!r} is {what}, only loaned servers can be reclaimed"))
@@ -322,16 +332,8 @@ def rule_reclaim(f: Facts) -> list[Violation]:
 
 def rule_loan(f: Facts) -> list[Violation]:
     """``servers.loan``: distinct idle inference servers of the snapshot, none of them reclaimed."""
-    out, seen = [], set()
-    for i, sid in f.loan:
-        where = f"servers.loan[{i}]"
-        if sid in seen:
-            out.append(Violation("loan-duplicate", where, f"server {sid!r} is loaned twice"))
-            continue
-        seen.add(sid)
-        if sid not in f.servers:
-            out.append(Violation("loan-unknown-server", where, f"server {sid!r} is not in the snapshot"))
-            continue
+    out: list[Violation] = []
+    for where, sid in _distinct_known(f, f.loan, "loan", "loaned", set(), out):
         if sid in f.reclaim_set:
             out.append(Violation("loan-reclaimed", where, f"server {sid!r} is both reclaimed and loaned"))
         if f.state(sid) != "idle":
