@@ -677,3 +677,21 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
                 pos[cls[t]] = best_pos[cls[t]]
         room -= used
     return pos, room
+
+
+@numba.njit(cache=True, nogil=True)
+def greedy_scan(cls_s, dw_s, start, room, n):  # pragma: no cover - compiled
+    """Twin of ``greedy._python_scan``: take each step of a class not yet frozen if it fits, else freeze the
+    class."""
+    taken = np.zeros(cls_s.shape[0], dtype=np.bool_)
+    frozen = np.zeros(n, dtype=np.bool_)
+    for j in range(start, cls_s.shape[0]):
+        c = cls_s[j]
+        if frozen[c]:
+            continue
+        if dw_s[j] <= room:
+            room -= dw_s[j]
+            taken[j] = True
+        else:
+            frozen[c] = True
+    return taken

@@ -1,40 +1,62 @@
-"""Compiled kernels of the exact MCKP core (:mod:`lyra_solver.formulations.mckp.core`), numba (the ``fast`` extra).
+"""The one loader of the package's numba kernels (the ``fast`` extra), and the rule that decides when to load them.
 
-Both kernels have the signature of their numpy twins in :mod:`lyra_solver.formulations.mckp.core` and return the
-same arrays, element for element (the same candidates, compared and rounded by the same float expressions, ties
-broken by the same rules), so the path taken changes the time, never the answer:
+Every compiled kernel lives at module level in :mod:`lyra_solver.formulations.mckp._nbkernels` (so that numba's
+disk cache holds every one of them: a kernel made in a closure is compiled again in every process) and is handed
+out by :func:`kernels` only; each has a numpy twin in the module that calls it, which returns the same arrays,
+element for element (the same candidates, compared and rounded by the same float expressions, ties broken by the
+same rules), so the path taken changes the time, never the answer:
 
-* ``count(W, V, dw, dv, cap, thr, alpha)``: how many candidates ``(state h, item j)`` pass the Lagrangian
-  pre-test ``(V[h] + alpha (cap - W[h])) - (alpha dw[j] - dv[j]) > thr`` (the memory guard's input);
-* ``step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r)``: one core step (see
-  :func:`lyra_solver.formulations.mckp.core.step_numpy` for the definition). Here it is a single k-way merge of
-  the ``k`` weight-sorted candidate lists (one per item of the entering class) that updates the incumbent,
-  fathoms by the upper bound and drops dominated candidates in one pass: :math:`O(S k^2)` time (a scan of the
-  ``k`` list heads per candidate; ``k`` is small after the class's reduction), :math:`O(S + |K|)` resident
-  memory for the ``|K|`` kept states (the outputs are reserved for all ``S k`` pairs but left uninitialised, so
-  only the pages written are resident; the candidates are never materialised);
-* ``scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr)``: the states' largest bound, whether an
-  upgrade / a downgrade can still improve one, their largest Lagrangian value (twin of
-  :func:`lyra_solver.formulations.mckp.core.scan_numpy`).
+* the exact core's search (:mod:`lyra_solver.formulations.mckp.core`): ``count``, ``step``, ``scan`` (one core
+  step is a single k-way merge of the ``k`` weight-sorted candidate lists, one per item of the entering class,
+  that updates the incumbent, fathoms by the upper bound and drops dominated candidates in one pass:
+  :math:`O(S k^2)` time, :math:`O(S + |K|)` resident memory for the ``|K|`` kept states), and ``select_items``;
+* the core's prepare and start phases: ``prepare_hulls``, ``class_items``, ``fit_prefix``, ``lp_levels``,
+  ``regrets``, ``greedy_fill``;
+* the greedy heuristic's sequential scan (:mod:`lyra_solver.formulations.mckp.greedy`): ``greedy_scan``.
 
-Imported lazily; :func:`get_kernels` returns ``None`` when numba is missing or ``LYRA_NO_NUMBA`` is set. The
-compiled code is cached on disk (``cache=True``), so a new process loads it instead of compiling.
+When to load (cold start, issue 22): importing numba and loading the kernels from their disk cache costs about
+0.9 s of a new process (2 shared cores), far more than a solve of a thousand classes by the numpy twins (a few
+milliseconds). So the default (``use_numba=None``) takes the compiled kernels only
+
+* when they are loaded in this process already (:func:`loaded`: by :func:`load`, or by an earlier decision
+  below), then for every size;
+* when the problem has at least :data:`LOAD_MIN_ITEMS` items (the kernels pay on one solve of that size);
+* once this process has spent :data:`LOAD_AFTER_S` seconds in completed numpy-path solves (:func:`charge`: a
+  long-running caller, such as the simulator or a benchmark, gains from then on);
+* within one solve, once its own numpy search has run :data:`SWITCH_AFTER_S` seconds (a search that long is
+  likely to run longer: the load cost is then risked once, as in ski rental); the twins give the same arrays, so
+  switching mid-search changes nothing but the time.
+
+The answer never depends on the path; only ``stats["numba"]`` and the time do. ``LYRA_NO_NUMBA`` (any non-empty
+value) disables the kernels.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from types import ModuleType
 
-__all__ = ["get_kernels", "get_phase_kernels", "get_prepare", "numba_available"]
+__all__ = ["LOAD_AFTER_S", "LOAD_MIN_ITEMS", "SWITCH_AFTER_S", "charge", "kernels", "load", "loaded",
+           "numba_available", "want"]
 
-_KERNELS: tuple[Callable, Callable, Callable] | None = None
+#: Problems with at least this many items load the kernels on their first solve (a solve of that size by the
+#: numpy twins costs about what loading the kernels does).
+LOAD_MIN_ITEMS = 200_000
+
+#: Seconds of completed numpy-path solves in a process after which the next solve loads the kernels.
+LOAD_AFTER_S = 0.05
+
+#: Seconds of one solve's numpy search after which it loads the kernels and continues with them.
+SWITCH_AFTER_S = 0.5
+
+_MODULE: ModuleType | None = None
 _TRIED = False
+_SPENT = 0.0
 
 
 def numba_available() -> bool:
     """Whether numba is installed and not disabled by the environment variable ``LYRA_NO_NUMBA``.
 
-    Depends on the installation only (never on what ran before in the process).
+    Depends on the installation only (never on what ran before in the process); imports nothing.
     """
     if os.environ.get("LYRA_NO_NUMBA"):
         return False
@@ -43,76 +65,47 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def _make_kernels() -> tuple[Callable, Callable, Callable]:
-    from lyra_solver.formulations.mckp import _nbkernels as nb
-
-    return nb.count, nb.step, nb.scan
-
-
-def get_kernels() -> tuple[Callable, Callable, Callable] | None:
-    """The compiled ``(count, step, scan)`` kernels (loaded from numba's disk cache or compiled once per process), or
-    ``None`` when :func:`numba_available` is false."""
-    global _KERNELS, _TRIED
+def kernels() -> ModuleType | None:
+    """The compiled kernels (the module :mod:`lyra_solver.formulations.mckp._nbkernels`), imported once per
+    process (from numba's disk cache, or compiled on a kernel's first call), or ``None`` when
+    :func:`numba_available` is false or numba fails to import."""
+    global _MODULE, _TRIED
     if _TRIED:
-        return _KERNELS
+        return _MODULE
     _TRIED = True
     if not numba_available():
         return None
     try:
-        _KERNELS = _make_kernels()
+        from lyra_solver.formulations.mckp import _nbkernels
     except ImportError:
-        _KERNELS = None
-    return _KERNELS
-
-
-_PREP: tuple[Callable, Callable, Callable] | None = None
-_PREP_TRIED = False
-
-
-def _make_prepare() -> tuple[Callable, Callable, Callable]:
-    from lyra_solver.formulations.mckp import _nbkernels as nb
-
-    return nb.prepare_hulls, nb.class_items, nb.select_items
-
-
-def get_prepare() -> tuple[Callable, Callable, Callable] | None:
-    """The compiled ``(prepare_hulls, class_items, select_items)`` kernels (hulls of every class in one pass; the
-    undominated items of one entering class; its items kept for a core step), or ``None`` when
-    :func:`numba_available` is false."""
-    global _PREP, _PREP_TRIED
-    if _PREP_TRIED:
-        return _PREP
-    _PREP_TRIED = True
-    if not numba_available():
         return None
-    try:
-        _PREP = _make_prepare()
-    except ImportError:
-        _PREP = None
-    return _PREP
+    _MODULE = _nbkernels
+    return _MODULE
 
 
-_PHASE: tuple[Callable, Callable, Callable, Callable] | None = None
-_PHASE_TRIED = False
+def load() -> bool:
+    """Load the kernels now (e.g. at the start of a long-running process, so that every later solve, small ones
+    included, takes them); ``True`` when they are available."""
+    return kernels() is not None
 
 
-def _make_phase_kernels() -> tuple[Callable, Callable, Callable, Callable]:
-    from lyra_solver.formulations.mckp import _nbkernels as nb
+def loaded() -> bool:
+    """Whether the kernels are loaded in this process."""
+    return _MODULE is not None
 
-    return nb.fit_prefix, nb.lp_levels, nb.regrets, nb.greedy_fill
+
+def want(n_items: int) -> bool:
+    """The default path of a solve of ``n_items`` items: compiled when loaded already, when the problem is
+    large (:data:`LOAD_MIN_ITEMS`) or when this process has spent :data:`LOAD_AFTER_S` in numpy-path solves
+    (and numba is available). See the module docstring."""
+    if _MODULE is not None:
+        return True
+    if _TRIED or not (n_items >= LOAD_MIN_ITEMS or _SPENT >= LOAD_AFTER_S):
+        return False
+    return numba_available()
 
 
-def get_phase_kernels() -> tuple[Callable, Callable, Callable, Callable] | None:
-    """The compiled ``(fit_prefix, lp_levels, regrets, greedy_fill)`` kernels of the core's prepare and start
-    phases, or ``None`` when :func:`numba_available` is false."""
-    global _PHASE, _PHASE_TRIED
-    if _PHASE_TRIED:
-        return _PHASE
-    _PHASE_TRIED = True
-    if not numba_available():
-        return None
-    try:
-        _PHASE = _make_phase_kernels()
-    except ImportError:
-        _PHASE = None
-    return _PHASE
+def charge(seconds: float) -> None:
+    """Record ``seconds`` of a completed numpy-path solve that took the default path (see :func:`want`)."""
+    global _SPENT
+    _SPENT += max(float(seconds), 0.0)

@@ -58,8 +58,10 @@ status ``feasible``, the incumbent and a proven bound. Nothing is sized by the c
 what small ones do.
 
 Determinism: the numba and numpy kernels compute the same candidates with the same float expressions and break
-ties by the same rules (fewer weight, then lower item position), so they return the same arrays; the path is
-chosen from the arguments and the problem's size only (:func:`default_use_numba`), never from what ran before.
+ties by the same rules (fewer weight, then lower item position), so they return the same arrays, and the answer
+never depends on the path. The path, chosen by :func:`default_use_numba` (arguments, problem size, and whether
+this process has loaded the kernels or spent long enough in numpy-path solves: the cold-start rule of
+:mod:`lyra_solver.formulations.mckp._numba`), changes the time and ``stats["numba"]`` only.
 
 References
 ----------
@@ -76,6 +78,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from lyra_solver.formulations.mckp import _numba
 from lyra_solver.formulations.mckp._lp import (
     FlatHulls,
     LPRelaxation,
@@ -85,7 +88,7 @@ from lyra_solver.formulations.mckp._lp import (
     undominated,
     upper_hull,
 )
-from lyra_solver.formulations.mckp._numba import get_kernels, get_phase_kernels, get_prepare, numba_available
+from lyra_solver.formulations.mckp._numba import kernels
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["DEFAULT_MAX_BYTES", "NUMBA_MIN_ITEMS", "Incumbent", "count_numpy", "default_use_numba", "solve_core",
@@ -97,8 +100,9 @@ REL_TOL = 1e-11
 #: Default memory limit of the state lists and of one step's candidates, in bytes (1 GiB).
 DEFAULT_MAX_BYTES = 1 << 30
 
-#: With ``use_numba=None``, problems with at least this many items use the numba kernels (when installed).
-NUMBA_MIN_ITEMS = 5_000
+#: With ``use_numba=None``, problems with at least this many items load the numba kernels (when installed) on
+#: their first solve; smaller ones take them once they are loaded (:mod:`lyra_solver.formulations.mckp._numba`).
+NUMBA_MIN_ITEMS = _numba.LOAD_MIN_ITEMS
 
 #: The LP relaxation of the classes outside the core (:class:`_LPTail`) joins the bound once a step would
 #: create this many candidates, and is rebuilt each time the core has doubled since.
@@ -122,9 +126,11 @@ FILL_ROUNDS = 12
 
 
 def default_use_numba(problem: MCKPProblem) -> bool:
-    """The kernel path for ``use_numba=None``: numba when installed and the problem has at least
-    :data:`NUMBA_MIN_ITEMS` items. A function of the installation and the problem's size only."""
-    return problem.n_items >= NUMBA_MIN_ITEMS and numba_available()
+    """The kernel path for ``use_numba=None``: numba when installed and either loaded in this process already,
+    or the problem has at least :data:`NUMBA_MIN_ITEMS` items, or this process has spent
+    :data:`lyra_solver.formulations.mckp._numba.LOAD_AFTER_S` in numpy-path solves (:func:`_numba.want`). The
+    path changes the time only, never the answer."""
+    return _numba.want(problem.n_items)
 
 
 @dataclass
@@ -501,9 +507,8 @@ def _hulls(problem: MCKPProblem, use_numba: bool) -> tuple[FlatHulls, LPRelaxati
     """The flat upper hulls of every class and the LP relaxation over them, plus the largest ``|value|`` and
     whether every value is integral: one compiled pass over the items (no ``n x m`` table is written), or the
     numpy functions of :mod:`lyra_solver.formulations.mckp._lp` (the same arrays either way)."""
-    prep = get_prepare() if use_numba else None
-    phase = get_phase_kernels() if use_numba else None
-    if prep is None or phase is None or problem.n_classes == 0:
+    nb = kernels() if use_numba else None
+    if nb is None or problem.n_classes == 0:
         red = undominated(problem)
         hull = upper_hull(red)
         hulls = flat_hulls(red, hull, problem)
@@ -513,9 +518,9 @@ def _hulls(problem: MCKPProblem, use_numba: bool) -> tuple[FlatHulls, LPRelaxati
         vmax = float(np.abs(vals).max()) if vals.size else 0.0
         vmax = max(vmax, 0.0)
         return hulls, lp, vmax, bool(np.all(vals == np.floor(vals)))
-    start, items, hw, hv, srt, vmax, integral = prep[0](problem.weights, problem.values, problem.sizes)
+    start, items, hw, hv, srt, vmax, integral = nb.prepare_hulls(problem.weights, problem.values, problem.sizes)
     hulls = FlatHulls(start, items, hw, hv, srt)
-    return hulls, lp_flat(hulls, problem.capacity, levels_fn=phase[1]), float(vmax), bool(integral)
+    return hulls, lp_flat(hulls, problem.capacity, levels_fn=nb.lp_levels), float(vmax), bool(integral)
 
 
 def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
@@ -540,11 +545,11 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
     lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
     lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
     # regrets with respect to alpha, over every item of the class
-    phase = get_phase_kernels() if use_numba else None
-    if phase is None:
+    nb = kernels() if use_numba else None
+    if nb is None:
         regret = _regrets_numpy(problem, lp.lp_pos, lp.alpha)
     else:
-        regret = phase[2](problem.weights, problem.values, problem.sizes, lp.lp_pos, lp.alpha)
+        regret = nb.regrets(problem.weights, problem.values, problem.sizes, lp.lp_pos, lp.alpha)
     return _Prepared(hulls, lp, base_w, base_v, tol, lam_up, lam_dn, regret, mod_g, mod_r)
 
 
@@ -566,10 +571,10 @@ def _greedy_fill(prep: _Prepared, problem: MCKPProblem, cap: int,
                  use_numba: bool = False) -> tuple[np.ndarray, float, int]:
     """Phase 2 (see :func:`_greedy_fill_numpy`), by the numba twin ``greedy_fill`` when ``use_numba`` and it is
     available (the same positions)."""
-    phase = get_phase_kernels() if use_numba else None
-    if phase is None:
+    nb = kernels() if use_numba else None
+    if nb is None:
         return _greedy_fill_numpy(prep, problem, cap)
-    pos, room = phase[3](problem.weights, problem.values, problem.sizes, prep.hulls.sorted_rows, prep.lp.lp_pos,
+    pos, room = nb.greedy_fill(problem.weights, problem.values, problem.sizes, prep.hulls.sorted_rows, prep.lp.lp_pos,
                          cap - prep.lp.weight, FILL_ROUNDS)
     value = float(problem.values[np.arange(problem.n_classes), pos].sum())
     return pos, value, int(room)
@@ -631,18 +636,18 @@ def _class_items_numpy(problem: MCKPProblem, i: int) -> tuple[np.ndarray, np.nda
     return w[o].astype(np.int64), v[o].astype(np.float64), o.astype(np.int64)
 
 
+def _select_compiled(problem: MCKPProblem, i: int, bw: int, bv: float, alpha: float, lag_ub: float,
+                     thr: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`select_numpy` by the compiled ``select_items`` (the same arrays)."""
+    return kernels().select_items(problem.weights, problem.values, i, int(problem.sizes[i]), bw, bv, alpha, lag_ub,
+                                  thr)
+
+
 def _kernels(use_numba: bool) -> tuple[Callable, Callable, Callable, Callable, bool]:
     """``(count, step, scan, select, compiled)``: the numba kernels or their numpy twins (same signatures)."""
-    if use_numba:
-        k, p = get_kernels(), get_prepare()
-        if k is not None and p is not None:
-            sel = p[2]
-
-            def select(problem: MCKPProblem, i: int, bw: int, bv: float, alpha: float, lag_ub: float,
-                       thr: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-                return sel(problem.weights, problem.values, i, int(problem.sizes[i]), bw, bv, alpha, lag_ub, thr)
-
-            return k[0], k[1], k[2], select, True
+    nb = kernels() if use_numba else None
+    if nb is not None:
+        return nb.count, nb.step, nb.scan, _select_compiled, True
     return count_numpy, step_numpy, scan_numpy, select_numpy, False
 
 
@@ -668,8 +673,9 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
         the state list and candidates alone exceed it the search stops with status ``feasible`` (backend status
         ``memory_limit``), never a crash.
     use_numba : bool, optional
-        Step kernels compiled by numba (``True``) or numpy (``False``); ``None``: :func:`default_use_numba`.
-        Both give the same answer, choice included.
+        Step kernels compiled by numba (``True``) or numpy (``False``); ``None``: :func:`default_use_numba`,
+        and a numpy search that runs long switches to the compiled kernels. Every path gives the same answer,
+        choice included.
 
     Returns
     -------
@@ -693,10 +699,22 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + float(time_limit)
-    n = problem.n_classes
-    cap = problem.capacity
+    switch = use_numba is None  # the default path may load the kernels mid-search (module _numba)
     if use_numba is None:
         use_numba = default_use_numba(problem)
+    switch = switch and not use_numba
+    res = _search(problem, start, deadline, use_greedy, max_states, max_bytes, bool(use_numba), switch)
+    if switch and not res.stats.get("numba"):
+        _numba.charge(time.perf_counter() - start)
+    return res
+
+
+def _search(problem: MCKPProblem, start: float, deadline: float | None, use_greedy: bool, max_states: int | None,
+            max_bytes: int, use_numba: bool, switch: bool) -> MCKPResult:
+    """:func:`solve_core` once its path is chosen; ``switch``: take the compiled kernels once the numpy search has
+    run :data:`lyra_solver.formulations.mckp._numba.SWITCH_AFTER_S` (the same arrays, so the same answer)."""
+    n = problem.n_classes
+    cap = problem.capacity
     stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "rebuild_states": 0,
              "numba": 0}
     # the front door answered the empty and the infeasible instances
@@ -785,9 +803,14 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
             if i < 0:
                 proven, note = True, "exhausted"
                 break
-        if deadline is not None and time.perf_counter() > deadline:
+        now = time.perf_counter()
+        if deadline is not None and now > deadline:
             note = "time_limit"
             break
+        if switch and now - start > _numba.SWITCH_AFTER_S:
+            switch = False
+            count, step, scan, select, compiled = _kernels(True)
+            stats["numba"] = int(compiled)
         # reduce the entering class only: items whose Lagrangian loss alone closes the gap are dropped
         cand, dw, dv = select(problem, i, int(base_w[i]), float(base_v[i]), alpha, float(lag_ub),
                               lift_threshold(thr, *mod))

@@ -13,22 +13,19 @@ Kellerer, H., Pferschy, U., Pisinger, D. (2004). Knapsack Problems, ch. 11. Spri
 """
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable
 
 import numpy as np
 from lyra_solver.formulations.mckp._lp import Undominated, fit_prefix, lp_relaxation, undominated, upper_hull
+from lyra_solver.formulations.mckp._numba import kernels, loaded
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["greedy_positions", "solve_greedy"]
 
-#: With ``use_numba=None``, the numba kernel is used only for scans at least this long (its first
-#: compilation costs about a second; the cached kernel loads in a fraction of that).
+#: With ``use_numba=None``, the numba kernel (``greedy_scan``, :mod:`lyra_solver.formulations.mckp._numba`) is
+#: used for scans at least this long, or when the kernels are loaded in the process already (loading them costs
+#: about a second; the scan of a short list in Python, microseconds).
 NUMBA_MIN_STEPS = 200_000
-
-_NUMBA_SCAN: Callable | None = None
-_NUMBA_TRIED = False
 
 
 def _python_scan(cls_s: np.ndarray, dw_s: np.ndarray, start: int, room: int, n: int) -> np.ndarray:
@@ -49,38 +46,6 @@ def _python_scan(cls_s: np.ndarray, dw_s: np.ndarray, start: int, room: int, n: 
     return taken
 
 
-def _get_numba_scan() -> Callable | None:
-    """Compile (once, cached on disk) the numba version of :func:`_python_scan`; ``None`` without numba."""
-    global _NUMBA_SCAN, _NUMBA_TRIED
-    if _NUMBA_TRIED:
-        return _NUMBA_SCAN
-    _NUMBA_TRIED = True
-    if os.environ.get("LYRA_NO_NUMBA"):
-        return None
-    try:
-        import numba
-    except ImportError:
-        return None
-
-    @numba.njit(cache=True, nogil=True)
-    def _scan(cls_s, dw_s, start, room, n):  # pragma: no cover - compiled
-        taken = np.zeros(cls_s.shape[0], dtype=np.bool_)
-        frozen = np.zeros(n, dtype=np.bool_)
-        for j in range(start, cls_s.shape[0]):
-            c = cls_s[j]
-            if frozen[c]:
-                continue
-            if dw_s[j] <= room:
-                room -= dw_s[j]
-                taken[j] = True
-            else:
-                frozen[c] = True
-        return taken
-
-    _NUMBA_SCAN = _scan
-    return _NUMBA_SCAN
-
-
 def greedy_positions(red: Undominated, capacity: int, *, use_numba: bool | None = None) -> np.ndarray | None:
     """Lyra-style greedy on marginal gain over the undominated item lists.
 
@@ -95,8 +60,8 @@ def greedy_positions(red: Undominated, capacity: int, *, use_numba: bool | None 
     capacity : int
     use_numba : bool, optional
         Use the numba kernel for the sequential part (default: for scans of at least
-        :data:`NUMBA_MIN_STEPS` steps, when numba is importable and the environment variable
-        ``LYRA_NO_NUMBA`` is unset). Both paths give identical results.
+        :data:`NUMBA_MIN_STEPS` steps or when the kernels are loaded already, when numba is importable and the
+        environment variable ``LYRA_NO_NUMBA`` is unset). Both paths give identical results.
 
     Returns
     -------
@@ -150,8 +115,9 @@ def greedy_positions(red: Undominated, capacity: int, *, use_numba: bool | None 
     cls_s = c_cls[order].astype(np.int64)
     dw_s = dw[cls_s, c_step[order]].astype(np.int64)
     scan = None
-    if use_numba or (use_numba is None and cls_s.shape[0] >= NUMBA_MIN_STEPS):
-        scan = _get_numba_scan()
+    if use_numba or (use_numba is None and (cls_s.shape[0] >= NUMBA_MIN_STEPS or loaded())):
+        nb = kernels()
+        scan = None if nb is None else nb.greedy_scan
     tail = (scan or _python_scan)(cls_s, dw_s, 0, rest, n)
     levels += np.bincount(cls_s[tail], minlength=n)
     return levels

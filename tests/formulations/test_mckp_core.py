@@ -116,9 +116,10 @@ def test_kernel_paths_same_answer_and_match_dp(seed):
 @pytest.mark.parametrize("seed", range(6))
 def test_step_kernels_return_the_same_arrays(seed):
     """One step on random sorted states: the numba kernel's arrays equal the numpy definition's."""
-    from lyra_solver.formulations.mckp._numba import get_kernels
+    from lyra_solver.formulations.mckp._numba import kernels
 
-    count_nb, step_nb, scan_nb = get_kernels()
+    nb = kernels()
+    count_nb, step_nb, scan_nb = nb.count, nb.step, nb.scan
     rng = np.random.default_rng(100 + seed)
     S = int(rng.integers(1, 400))
     W = np.unique(rng.integers(0, 5000, S)).astype(np.int64)
@@ -276,20 +277,21 @@ def test_compiled_reduction_equals_numpy_reduction(inst):
     """Flat hulls and the undominated items of each class from the compiled pass: the same arrays as numpy."""
     from lyra_solver.formulations.mckp import core
     from lyra_solver.formulations.mckp._lp import flat_hulls, undominated, upper_hull
-    from lyra_solver.formulations.mckp._numba import get_prepare
+    from lyra_solver.formulations.mckp._numba import kernels
 
+    nb = kernels()
     weights, values, capacity = inst
     p = MCKPProblem.from_ragged(weights, values, capacity)
     red = undominated(p)
     ref = flat_hulls(red, upper_hull(red), p)
-    start, items, hw, hv, srt, vmax, integral = get_prepare()[0](p.weights, p.values, p.sizes)
+    start, items, hw, hv, srt, vmax, integral = nb.prepare_hulls(p.weights, p.values, p.sizes)
     for a, b in zip((start, items, hw, hv, srt), (ref.start, ref.items, ref.weights, ref.values, ref.sorted_rows),
                     strict=True):
         assert a.shape == b.shape and np.array_equal(a, b)
     vals = [x for row in values for x in row]
     assert vmax == max(abs(x) for x in vals) and bool(integral) == all(float(x).is_integer() for x in vals)
     for i in range(p.n_classes):
-        got = get_prepare()[1](p.weights, p.values, i, int(p.sizes[i]))
+        got = nb.class_items(p.weights, p.values, i, int(p.sizes[i]))
         want = core._class_items_numpy(p, i)
         k = int(red.counts[i])
         assert np.array_equal(want[0], red.weights[i, :k]) and np.array_equal(want[2], red.items[i, :k])
@@ -298,7 +300,7 @@ def test_compiled_reduction_equals_numpy_reduction(inst):
         lp = int(len(want[0]) // 2)  # any undominated item may be the LP item
         bw, bv = int(want[0][lp]), float(want[1][lp])
         for alpha, lag_ub, thr in ((0.5, 3.0, 1.0), (2.0, 0.0, 5.0), (1.0, 10.0, -10.0)):
-            got = get_prepare()[2](p.weights, p.values, i, int(p.sizes[i]), bw, bv, alpha, lag_ub, thr)
+            got = nb.select_items(p.weights, p.values, i, int(p.sizes[i]), bw, bv, alpha, lag_ub, thr)
             ref = select_numpy(p, i, bw, bv, alpha, lag_ub, thr)
             for a, b in zip(got, ref, strict=True):
                 assert a.shape == b.shape and np.array_equal(a, b)
@@ -341,7 +343,7 @@ def test_compiled_fit_prefix_bucket_rounds_equal_numpy(seed):
     """Keys over many orders of magnitude, of both signs, with signed zeros, ties and one infinite key: the
     compiled bucket and pivot rounds give numpy's prefix."""
     from lyra_solver.formulations.mckp._lp import fit_prefix
-    from lyra_solver.formulations.mckp._numba import get_phase_kernels
+    from lyra_solver.formulations.mckp._numba import kernels
 
     rng = np.random.default_rng(50 + seed)
     n = int(rng.integers(3000, 40000))
@@ -355,7 +357,7 @@ def test_compiled_fit_prefix_bucket_rounds_equal_numpy(seed):
     total = int(weight.sum())
     for room in (0, total // 7, total // 2, total - 3, total + 1):
         t_ref, b_ref, u_ref = fit_prefix(key, weight, room)
-        t_got, b_got, u_got = get_phase_kernels()[0](key, weight, room)
+        t_got, b_got, u_got = kernels().fit_prefix(key, weight, room)
         assert np.array_equal(t_ref, t_got) and int(b_got) == b_ref and int(u_got) == u_ref
 
 
@@ -363,7 +365,7 @@ def test_compiled_fit_prefix_bucket_rounds_equal_numpy(seed):
 def test_compiled_fit_prefix_equals_numpy(seed):
     """The weighted selection on large inputs with many ties (the partition rounds run) agrees with numpy."""
     from lyra_solver.formulations.mckp._lp import fit_prefix
-    from lyra_solver.formulations.mckp._numba import get_phase_kernels
+    from lyra_solver.formulations.mckp._numba import kernels
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(300, 5000))
@@ -371,7 +373,7 @@ def test_compiled_fit_prefix_equals_numpy(seed):
     weight = rng.integers(1, 20, n).astype(np.int64)
     for room in (0, int(weight.sum()) // 3, int(weight.sum()) - 1, int(weight.sum()) + 5):
         t_ref, b_ref, u_ref = fit_prefix(key, weight, room)
-        t_got, b_got, u_got = get_phase_kernels()[0](key, weight, room)
+        t_got, b_got, u_got = kernels().fit_prefix(key, weight, room)
         assert np.array_equal(t_ref, t_got) and int(b_got) == b_ref and int(u_got) == u_ref
 
 
