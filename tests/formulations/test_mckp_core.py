@@ -401,3 +401,28 @@ def test_compiled_kernels_load_from_the_disk_cache():
     runs = [json.loads(subprocess.run([sys.executable, "-c", _CACHE_SCRIPT], capture_output=True, text=True,
                                       check=True).stdout) for _ in range(2)]
     assert runs[1] and all(m == 0 for m in runs[1].values()), runs[1]
+
+
+@pytest.mark.parametrize("kind", ["weakly", "strongly", "zigzag", "uncorrelated_binding"])
+def test_compiled_lp_tail_equals_numpy_tail(kind):
+    """The LP tail of the classes outside the core: the compiled kernel's breakpoints equal ``_LPTail``'s, element
+    for element, on random subsets of classes (ties among equal slopes included: R = 100 makes many)."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    rng = np.random.default_rng(PISINGER_SEED := 11)
+    checked = 0
+    for it in range(12):
+        p = gen.pisinger(kind, int(rng.integers(2, 300)), int(rng.integers(2, 12)), R=(100, 10_000)[it % 2],
+                         seed=PISINGER_SEED + it)
+        prep = core._prepare(p, False)
+        if not isinstance(prep, core._Prepared):
+            continue
+        mask = rng.random(p.n_classes) < 0.8
+        ref = core._LPTail(prep.hulls, prep.lp.levels, mask)
+        got = kernels().lp_tail(prep.hulls.weights, prep.hulls.values, prep.hulls.start, prep.lp.levels, mask)
+        for a, b in zip((ref.xu, ref.yu, ref.xd, ref.yd), got, strict=True):
+            assert a.shape == b.shape and np.array_equal(a, b)
+        checked += 1
+    assert checked >= 6
