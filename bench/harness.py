@@ -640,6 +640,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="decide: one generated snapshot of this many 8-GPU servers (with --jobs M jobs)")
     p.add_argument("--gpus", type=_pos_int, default=8, help="decide: GPUs per server of --servers")
     p.add_argument("--running-share", type=float, default=0.5, help="decide: share of running jobs of --servers")
+    p.add_argument("--speed", action="store_true",
+                   help="mckp only: cold start against --version and warm solves over 10 seeds per class "
+                        "(`bench mckp --speed -h` for its options)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no log lines")
     p.add_argument("-v", "--verbose", action="store_true", help="log each task")
@@ -730,6 +733,10 @@ def main(argv: list[str] | None = None) -> int:
         from lyra_solver.bench.fuzz import main as fuzz_main
 
         return fuzz_main(argv[1:], prog="lyra-solver bench fuzz")
+    if argv and argv[0] == "mckp" and "--speed" in argv[1:]:  # cold start and 10-seed spread (issues 22, 24)
+        from lyra_solver.bench.mckp_speed import main as speed_main
+
+        return speed_main([a for a in argv[1:] if a != "--speed"])
     if argv and argv[0] in ("-h", "--help"):
         build_parser().print_help()
         return 0

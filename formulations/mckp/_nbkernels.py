@@ -627,11 +627,18 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
     pos = pos0.copy()
     best_gain = np.empty(n, dtype=np.float64)
     best_pos = np.empty(n, dtype=np.int64)
+    # a class without an offer in a round has none later (it keeps its item and the room only shrinks), so each
+    # round after the first scans only the classes that had an offer in the round before
+    active = np.arange(n)
+    n_act = n
+    for i in range(n):
+        best_pos[i] = pos[i]
     for _ in range(rounds):
         if room <= 0:
             break
         n_off = 0
-        for i in range(n):
+        for a_ in range(n_act):
+            i = active[a_]
             p = pos[i]
             cw = weights[i, p]
             cv = values[i, p]
@@ -658,19 +665,19 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
             best_gain[i] = bg
             best_pos[i] = bp
             if bp != p:
+                active[n_off] = i  # in increasing class order, as the full scan lists them
                 n_off += 1
         if n_off == 0:
             break
+        n_act = n_off
         cls = np.empty(n_off, dtype=np.int64)
         key = np.empty(n_off, dtype=np.float64)
         dW = np.empty(n_off, dtype=np.int64)
-        t = 0
-        for i in range(n):
-            if best_pos[i] != pos[i]:
-                cls[t] = i
-                dW[t] = weights[i, best_pos[i]] - weights[i, pos[i]]
-                key[t] = best_gain[i] / float(dW[t])
-                t += 1
+        for t in range(n_off):
+            i = active[t]
+            cls[t] = i
+            dW[t] = weights[i, best_pos[i]] - weights[i, pos[i]]
+            key[t] = best_gain[i] / float(dW[t])
         taken, _, used = fit_prefix(key, dW, room)
         for t in range(n_off):
             if taken[t]:
