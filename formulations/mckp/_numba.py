@@ -42,8 +42,10 @@ __all__ = ["LOAD_AFTER_S", "LOAD_MIN_ITEMS", "SWITCH_AFTER_S", "charge", "kernel
 #: numpy twins costs about what loading the kernels does).
 LOAD_MIN_ITEMS = 200_000
 
-#: Seconds of completed numpy-path solves in a process after which the next solve loads the kernels.
-LOAD_AFTER_S = 0.05
+#: Seconds of completed numpy-path solves in a process after which the next solve loads the kernels: about what
+#: loading them costs (ski rental: a process that has spent that much is likely to spend more, and it never pays
+#: more than twice the better choice); a single command on a thousand classes or servers stays below it.
+LOAD_AFTER_S = 0.5
 
 #: Seconds of one solve's numpy search after which it loads the kernels and continues with them.
 SWITCH_AFTER_S = 0.5

@@ -4,12 +4,15 @@ The brute force and the checker here are written from the problem statement and 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,6 +80,25 @@ def _check_core_against_brute_force(inst, use_greedy: bool, *, bound_is_optimum:
         assert a.bound == pytest.approx(opt, abs=1e-9)
     assert checked(weights, values, capacity, a) == pytest.approx(opt, abs=1e-9)
     assert a.choice == b.choice and a.bound == b.bound and a.stats["states"] == b.stats["states"]
+    # the default path of a cold process: numpy, switching to the compiled kernels mid-search (here at once)
+    with _switch_at_once():
+        c = solve_mckp(p, method="core", use_greedy=use_greedy)
+    assert c.choice == a.choice and c.bound == a.bound and c.stats["states"] == a.stats["states"]
+    assert c.stats["numba"] == int(c.stats["classes"] > 0)
+
+
+@contextlib.contextmanager
+def _switch_at_once():
+    """The default path as a new process takes it (numpy: the kernels not loaded), with the mid-search switch to
+    the compiled kernels due at the first step."""
+    from lyra_solver.formulations.mckp import _numba
+
+    saved = _numba.want, _numba.SWITCH_AFTER_S
+    _numba.want, _numba.SWITCH_AFTER_S = (lambda n_items: False), -1.0
+    try:
+        yield
+    finally:
+        _numba.want, _numba.SWITCH_AFTER_S = saved
 
 
 def _random(seed: int) -> MCKPProblem:
@@ -426,3 +448,69 @@ def test_compiled_lp_tail_equals_numpy_tail(kind):
             assert a.shape == b.shape and np.array_equal(a, b)
         checked += 1
     assert checked >= 6
+
+
+_COLD_SCRIPT = textwrap.dedent("""
+    import contextlib, io, json, sys
+    import numpy as np
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.cli import main
+    from lyra_solver.formulations.mckp import _numba
+    from lyra_solver.formulations.mckp.core import default_use_numba
+
+    p = gen.cluster(1000, 32, seed=3)
+    classes = [{"weights": [int(x) for x in p.weights[i, :p.sizes[i]]],
+                "values": [float(x) for x in p.values[i, :p.sizes[i]]]} for i in range(p.n_classes)]
+    with open(sys.argv[1], "w") as f:
+        json.dump({"capacity": int(p.capacity), "classes": classes}, f)
+    heavy = ("numba", "llvmlite", "scipy", "ortools", "pulp", "torch", "cupy", "matplotlib", "ray")
+    out = {}
+    argv = {"mckp": ["mckp", sys.argv[1]], "decide": ["decide", sys.argv[2]]}[sys.argv[3]]
+    with contextlib.redirect_stdout(io.TextIOWrapper(io.BytesIO())):
+        code = main(argv)
+    out[argv[0]] = [code, sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in heavy})]
+    small = gen.cluster(20, 8, seed=1)
+    out["small_default"] = default_use_numba(small)
+    _numba.charge(_numba.LOAD_AFTER_S)
+    out["after_charge"] = default_use_numba(small)
+    out["loaded_before_solve"] = _numba.loaded()
+    out["stats_numba"] = __import__("lyra_solver.formulations.mckp", fromlist=["x"]).solve_mckp(
+        gen.pisinger("weakly", 100, 10, seed=3)).stats["numba"]
+    out["loaded_after_solve"] = _numba.loaded()
+    print(json.dumps(out))
+""")
+
+
+def test_cold_process_imports_no_heavy_library_and_loads_kernels_when_they_pay(tmp_path):
+    """Issue 22 (cold start): in a new process, `lyra-solver mckp` on a 1,000 x 32 instance and `decide` on the
+    example import neither numba nor any solver library; a small problem takes the numpy path until the process
+    has spent LOAD_AFTER_S in numpy-path solves, then the kernels load and stay."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "cluster.json"
+    for command in ("mckp", "decide"):  # one command per process, as on the command line
+        proc = subprocess.run([sys.executable, "-c", _COLD_SCRIPT, str(tmp_path / "inst.json"), str(example),
+                               command], capture_output=True, text=True, check=True,
+                              env={**os.environ, "LYRA_NO_NUMBA": ""})
+        out = json.loads(proc.stdout)
+        assert out[command] == [0, []]
+        assert out["small_default"] is False and out["after_charge"] is True
+        assert out["loaded_before_solve"] is False
+        assert out["stats_numba"] == 1 and out["loaded_after_solve"] is True
+
+
+def test_default_path_loads_kernels_for_large_problems_only():
+    """The size rule alone (nothing loaded, nothing charged): numpy below LOAD_MIN_ITEMS, compiled from it."""
+    script = textwrap.dedent("""
+        import json
+        import numpy as np
+        from lyra_solver.formulations.mckp import MCKPProblem, _numba
+        from lyra_solver.formulations.mckp.core import default_use_numba
+
+        def p(n):
+            return MCKPProblem.from_padded(np.zeros((n, 1), dtype=np.int64), np.zeros((n, 1)), np.ones(n, int), 0)
+
+        print(json.dumps([default_use_numba(p(_numba.LOAD_MIN_ITEMS - 1)), _numba.loaded(),
+                          default_use_numba(p(_numba.LOAD_MIN_ITEMS))]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env={**os.environ, "LYRA_NO_NUMBA": ""})
+    assert json.loads(proc.stdout) == [False, False, True]
