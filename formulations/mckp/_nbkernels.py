@@ -763,3 +763,40 @@ def lp_tail(hw, hv, start, levels, mask):  # pragma: no cover - compiled
         xd[t + 1] = xd[t] + float(wd[od[t]])
         yd[t + 1] = yd[t] + vd[od[t]]
     return xu, yu, xd, yd
+
+
+@numba.njit(cache=True, nogil=True)
+def congruence_gcd(weights, values, sizes, mu):  # pragma: no cover - compiled
+    """Twin of the scan of ``core.congruence``: with ``d_ij = v_ij - mu w_ij`` (integers), the gcd ``g`` over
+    every class of ``d_ij - d_i0`` (stopping at 1) and ``sum_i (d_i0 mod g) mod g``; ``(0, 0)`` when the largest
+    ``mu |w| + |v|`` reaches 2**50 (no congruence: the sums might not be exact)."""
+    n, m = weights.shape
+    wmax = 0
+    vmax = 0.0
+    for i in range(n):
+        for j in range(m):
+            a = weights[i, j] if weights[i, j] >= 0 else -weights[i, j]
+            if a > wmax:
+                wmax = a
+            b = values[i, j] if values[i, j] >= 0.0 else -values[i, j]
+            if b > vmax:
+                vmax = b
+    if mu * float(wmax) + vmax >= 2.0**50:
+        return 0, 0
+    g = 0
+    for i in range(n):
+        d0 = np.int64(values[i, 0]) - mu * weights[i, 0]
+        for j in range(1, sizes[i]):
+            x = np.int64(values[i, j]) - mu * weights[i, j] - d0
+            if x < 0:
+                x = -x
+            while x:  # Euclid: g = gcd(g, x)
+                g, x = x, g % x
+            if g == 1:
+                return 1, 0
+    if g <= 1:
+        return 1, 0
+    acc = 0
+    for i in range(n):
+        acc = (acc + (np.int64(values[i, 0]) - mu * weights[i, 0]) % g) % g
+    return g, acc

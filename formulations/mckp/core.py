@@ -300,7 +300,7 @@ class _LPTail:
 _NO_TAIL = np.zeros(0, dtype=np.float64)
 
 
-def congruence(problem: MCKPProblem, alpha: float) -> tuple[int, int]:
+def congruence(problem: MCKPProblem, alpha: float, compiled: bool = False) -> tuple[int, int]:
     """A congruence every solution's value satisfies, for the integral-value bound (``(1, 0)``: none found).
 
     With ``mu = floor(alpha) >= 0`` and ``d_ij = v_ij - mu w_ij`` (integers when values and weights are),
@@ -321,12 +321,19 @@ def congruence(problem: MCKPProblem, alpha: float) -> tuple[int, int]:
     caller checks that); for most instances ``g = 1`` and nothing changes.
 
     Running time :math:`O(n m)` at worst, stopping at the first block of classes where the gcd reaches 1.
+    With ``compiled`` (and the kernels loaded), the scan is the kernel ``congruence_gcd`` (the same result).
     """
     if not np.isfinite(alpha) or alpha < 0.0:
         return 1, 0
     mu = int(np.floor(alpha))
     w, v, sizes = problem.weights, problem.values, problem.sizes
     n, m = w.shape
+    nb = kernels() if compiled and n and m and mu < 2**50 else None
+    if nb is not None:
+        g, acc = nb.congruence_gcd(w, v, sizes, mu)
+        if g <= 1:
+            return 1, 0
+        return int(g), (mu * int(problem.capacity) + int(acc)) % int(g)
     if n == 0 or m == 0 or mu * float(np.abs(w).max(initial=0)) + float(np.abs(v).max(initial=0)) >= 2.0**50:
         return 1, 0
     g = 0
@@ -550,7 +557,7 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
         scale = max(1.0, abs(lp.bound), float(np.abs(base_v).sum()), vmax * n)
         margin = max(INT_MARGIN, 64.0 * float(np.spacing(scale)))
         tol = 1.0 - margin if margin < 0.5 else 0.5
-    mod_g, mod_r = congruence(problem, lp.alpha) if tol > 0.5 else (1, 0)
+    mod_g, mod_r = congruence(problem, lp.alpha, use_numba) if tol > 0.5 else (1, 0)
     # gradients from the LP vertex: next hull step up / down (LP optimality: lam_up <= alpha <= lam_dn)
     lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
     lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)

@@ -198,6 +198,27 @@ def test_congruence_bound_proves_strongly_correlated(seed):
     ws, vs = p.to_ragged()
     assert checked(ws, vs, p.capacity, a) == dp.objective
     assert congruence(_strongly(60, 6, seed), prep.lp.alpha) == (1, 0)
+    assert congruence(p, prep.lp.alpha, True) == (g, r)
+    assert congruence(_strongly(60, 6, seed), prep.lp.alpha, True) == (1, 0)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6), st.sampled_from([1, 2, 3, 10, 12]), st.integers(0, 5), st.integers(1, 40))
+def test_compiled_congruence_equals_numpy(seed, g, mu, n):
+    """The compiled congruence scan against numpy's on integral instances built with a congruence modulo ``g``
+    (and ragged classes, negative values, sometimes one item that breaks it)."""
+    from lyra_solver.formulations.mckp.core import congruence
+
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 7))
+    sizes = rng.integers(1, m + 1, n)
+    w = rng.integers(0, 50, (n, m))
+    v = (mu * w + g * rng.integers(-20, 20, (n, m)) + rng.integers(-9, 9, n)[:, None]).astype(float)
+    if seed % 3 == 0:
+        v[int(rng.integers(n)), int(rng.integers(m))] += 1.0
+    p = MCKPProblem.from_padded(w, v, sizes, int(rng.integers(0, 10**6)))
+    for alpha in (float(mu), mu + 0.5, 0.0):
+        assert congruence(p, alpha, True) == congruence(p, alpha)
 
 
 @st.composite
