@@ -206,6 +206,7 @@ def main(argv: list[str] | None = None, prog: str = "lyra-solver bench mckp --sp
     p.add_argument("--no-cold", action="store_true", help="warm solves only")
     p.add_argument("--no-warm", action="store_true", help="cold start only")
     p.add_argument("--out", type=Path, default=None, help="also write the rows as JSON to this file")
+    p.add_argument("--no-header", action="store_true", help="no `Command:` line (BENCHMARKS.md's report adds one)")
     args = p.parse_args(argv)
     if args.seeds < 1 or args.rounds < 1 or args.seed < 0:
         print(f"{prog}: error: --seeds and --rounds must be >= 1, --seed >= 0", file=sys.stderr)
@@ -216,7 +217,8 @@ def main(argv: list[str] | None = None, prog: str = "lyra-solver bench mckp --sp
     seeds, rounds, scale = (3, 3, 0.1) if args.quick else (args.seeds, args.rounds, 1.0)
     cold = [] if args.no_cold else cold_start(rounds, args.seed)
     warm = [] if args.no_warm else warm_solves(seeds, args.seed, scale)
-    sys.stdout.write(f"Command: `{prog}{' ' if argv else ''}{' '.join(argv or [])}`\n\n" + format_report(cold, warm))
+    head = "" if args.no_header else f"Command: `{prog}{' ' if argv else ''}{' '.join(argv or [])}`\n\n"
+    sys.stdout.write(head + format_report(cold, warm))
     if args.out is not None:
         tmp = args.out.with_name(args.out.name + ".tmp")
         tmp.write_text(json.dumps({"cold": cold, "warm": warm}, indent=1) + "\n")

@@ -45,6 +45,9 @@ class Section:
 SECTIONS: list[Section] = [
     Section("Simulation: Lyra against the baselines on Philly with the Alibaba inference load",
             path="docs/bench/simulation.md"),
+    Section("MCKP speed: cold start and 10 seeds per class", module="lyra_solver.bench.mckp_speed",
+            quick_args=("--quick", "--no-header"), full_args=("--no-header",),
+            command="lyra-solver bench mckp --speed"),
 ]
 
 #: Targets of the issues that the harness's suites do not measure: (issue, target, how it is measured), with an

@@ -301,7 +301,8 @@ _ORDER_SCRIPT = textwrap.dedent("""
 
 
 def test_path_does_not_depend_on_what_ran_before():
-    """Same instances, numba first or numpy first, in fresh processes: the same choices (issue 7 item 5)."""
+    """Same instances, numba first or numpy first, in fresh processes: the same choices (issue 7 item 5; the
+    default path may now depend on what ran before, its answer never does)."""
     runs = []
     for order in ("numba,numpy,default", "numpy,numba,default", "default,numpy,numba"):
         proc = subprocess.run([sys.executable, "-c", _ORDER_SCRIPT, order], capture_output=True, text=True,
