@@ -193,7 +193,30 @@ def format_report(cold: list[dict], warm: list[dict]) -> str:
                        f"{r['target'] or '-'} | {r['ends']} |")
         if warm and not warm[0]["compiled"]:
             out.append("\n(numba is not installed or disabled: the numpy twins ran.)")
+    verdicts = _verdicts(cold, warm)
+    if verdicts:
+        out.append("\nTargets, judged by the worst seed's CPU time (warm) and the excess CPU time (cold start; wall "
+                   "time on a loaded machine stretches with other processes' load):\n")
+        out.extend(f"- {v}" for v in verdicts)
     return "\n".join(out) + "\n"
+
+
+def _verdicts(cold: list[dict], warm: list[dict]) -> list[str]:
+    """One line per target of issues 22 and 24 that this run measured."""
+    lines = []
+    for r in cold[1:]:
+        ok = r["extra_cpu_max"] <= 0.15
+        lines.append(f"issue 22, `{r['command']}` at most 0.15 s beyond `--version`: {'met' if ok else 'not met'} "
+                     f"(excess CPU median {r['extra_cpu_median']:.3f} s, worst {r['extra_cpu_max']:.3f} s; wall "
+                     f"median {r['extra_wall_median']:.3f} s)")
+    for r in warm:
+        if not r["target"]:
+            continue
+        limit = float(r["target"].split()[1]) * 1e-3
+        ok = r["cpu_max"] <= limit
+        lines.append(f"issue 24, {r['class']} {r['target']}: {'met' if ok else 'not met'} (median "
+                     f"{_ms(r['cpu_median'])} ms, worst {_ms(r['cpu_max'])} ms over {r['seeds']} seeds)")
+    return lines
 
 
 def main(argv: list[str] | None = None, prog: str = "lyra-solver bench mckp --speed") -> int:
