@@ -632,6 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_nonneg_int, default=0, help="added to every instance's seed")
     p.add_argument("--repeat", type=_nonneg_int, default=None,
                    help="timed runs after the warm-up (median reported); default 3, 1 with --quick")
+    p.add_argument("--speed", action="store_true",
+                   help="mckp only: cold start against --version and warm solves over 10 seeds per class "
+                        "(`bench mckp --speed -h` for its options)")
     p.add_argument("--time-limit", type=_nonneg_float, default=None,
                    help="seconds per exact solve (default 60, 5 with --quick)")
     p.add_argument("--threads", type=_pos_int, default=None,
@@ -640,9 +643,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="decide: one generated snapshot of this many 8-GPU servers (with --jobs M jobs)")
     p.add_argument("--gpus", type=_pos_int, default=8, help="decide: GPUs per server of --servers")
     p.add_argument("--running-share", type=float, default=0.5, help="decide: share of running jobs of --servers")
-    p.add_argument("--speed", action="store_true",
-                   help="mckp only: cold start against --version and warm solves over 10 seeds per class "
-                        "(`bench mckp --speed -h` for its options)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no log lines")
     p.add_argument("-v", "--verbose", action="store_true", help="log each task")
@@ -652,6 +652,8 @@ def build_parser() -> argparse.ArgumentParser:
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], Config, int]:
     """Parse and check the arguments; raises :class:`_UsageError` with one line on bad usage."""
     args = build_parser().parse_args(argv)
+    if args.speed:  # `bench mckp --speed` is answered before parsing (main)
+        raise _UsageError("--speed: only as `lyra-solver bench mckp --speed` (the mckp suite alone)")
     names: list[str] = []
     for s in args.suites:
         if s == "all":
