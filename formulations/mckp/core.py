@@ -226,22 +226,42 @@ class _LazyOrder:
 
 @dataclass
 class _Lists:
-    """Classes outside the core: the upgrade, downgrade and regret orders with a read pointer each."""
+    """Classes outside the core: the upgrade, downgrade and regret orders with a read pointer each.
+
+    A list's head changes only when a class enters the core (:meth:`enter`), so the heads are cached until then
+    (the search asks for them several times per step); membership is read from a ``bytearray`` (a Python-level
+    scalar read), of which :attr:`in_core` is a boolean numpy view (for the tail's mask).
+    """
 
     up: _LazyOrder
     dn: _LazyOrder
     by_regret: _LazyOrder
-    in_core: np.ndarray
+    n: int
     heads: list[int] = field(default_factory=lambda: [0, 0, 0])
 
+    def __post_init__(self) -> None:
+        self._member = bytearray(self.n)
+        self.in_core = np.frombuffer(self._member, dtype=np.bool_)
+        self._cached: list[int | None] = [None, None, None]
+
+    def enter(self, i: int) -> None:
+        """Class ``i`` joins the core."""
+        self._member[i] = 1
+        self._cached = [None, None, None]
+
     def _head(self, which: int) -> int:
+        got = self._cached[which]
+        if got is not None:
+            return got
         order = (self.up, self.dn, self.by_regret)[which]
+        member = self._member
         p = self.heads[which]
         c = order.at(p)
-        while c >= 0 and self.in_core[c]:
+        while c >= 0 and member[c]:
             p += 1
             c = order.at(p)
         self.heads[which] = p
+        self._cached[which] = c
         return c
 
     def head_up(self) -> int:
@@ -763,7 +783,7 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
     dn_cls = np.flatnonzero(multi & np.isfinite(prep.lam_dn))
     rg_cls = np.flatnonzero(multi)
     lists = _Lists(up=_LazyOrder(up_cls, -prep.lam_up[up_cls]), dn=_LazyOrder(dn_cls, prep.lam_dn[dn_cls]),
-                   by_regret=_LazyOrder(rg_cls, prep.regret[rg_cls]), in_core=np.zeros(n, dtype=bool))
+                   by_regret=_LazyOrder(rg_cls, prep.regret[rg_cls]), n=n)
     count, step, scan, select, compiled = _kernels(bool(use_numba))
     base_w, base_v = prep.base_w, prep.base_v
 
@@ -831,7 +851,7 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
         # reduce the entering class only: items whose Lagrangian loss alone closes the gap are dropped
         cand, dw, dv = select(problem, i, int(base_w[i]), float(base_v[i]), alpha, float(lag_ub),
                               lift_threshold(thr, *mod))
-        lists.in_core[i] = True
+        lists.enter(i)
         order.append(i)
         t = len(order) - 1
         lam_up, lam_dn, r_next = outside_params()
