@@ -128,6 +128,12 @@ def cmd_bench(args) -> int:
     return run(args.rest)
 
 
+def cmd_serve(args) -> int:
+    from lyra_solver.serve import run
+
+    return run(args)
+
+
 def cmd_simulate(args) -> int:
     from lyra_solver.bench.sim.cli import run
 
@@ -223,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     simulate_arguments(_add(sub, "simulate", "replay a trace through the engine: metrics, summary.json, plots",
                             cmd_simulate))
 
+    from lyra_solver.serve import add_arguments as serve_arguments
+
+    serve_arguments(_add(sub, "serve", "the engine as an HTTP/1.1 JSON service (pip install 'lyra-solver[serve]'): "
+                                       "POST /v1/decide, /v1/check, /v1/mckp, /v1/apply; GET /healthz, /readyz, "
+                                       "/metrics", cmd_serve))
+
     # `bench` parses its own arguments (lyra_solver.bench.harness); main() hands them over unparsed.
     b = sub.add_parser("bench", add_help=False,
                        help="optimality gaps and speed of every method: tables, results.json, plots "
@@ -249,6 +261,10 @@ def _positive_float(text: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = next((i for i, a in enumerate(args_list) if not a.startswith("-")), None)
+    if first is not None and args_list[first:first + 2] == ["bench", "serve"]:  # the service under load
+        from lyra_solver.bench.serve import main as serve_bench
+
+        return serve_bench(args_list[first + 2:])
     if first is not None and args_list[first] == "bench":  # the harness parses its own options
         from lyra_solver.bench.harness import main as bench_main
 
