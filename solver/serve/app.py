@@ -177,6 +177,8 @@ class App:
             msg = await receive()
             if msg["type"] == "lifespan.startup":
                 self.pool.start()
+                for name in {o for _, o in POSTS.values() if o}:  # the CLI's parser, built once before any request
+                    _query_table(name)
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 await self.pool.close()

@@ -57,8 +57,9 @@ class _Worker:
         pid = self.process.pid
         if pid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-                if os.getpgid(pid) == pid:
-                    os.killpg(pid, signal.SIGKILL)
+                # the worker leads its own group (setpgrp at start); the group outlives a reaped leader while a
+                # forked solver child is left in it, so it is killed by its id, not looked up from the pid
+                os.killpg(pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError, OSError):
                 self.process.kill()
         with contextlib.suppress(OSError):
@@ -211,10 +212,20 @@ class Pool:
         """The worker's answer to one request (see :mod:`lyra_solver.serve.worker`), within ``timeout`` seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        worker = await self._acquire(deadline)
+        message = pickle.dumps((op, body, opts), protocol=pickle.HIGHEST_PROTOCOL)
+        for _ in range(self.size + 1):  # an idle worker that died meanwhile is replaced, the request sent to another
+            worker = await self._acquire(deadline)
+            try:
+                await worker.send(message)
+                break
+            except OSError:
+                log.error("worker died while idle", extra={"fields": {"worker": worker.index,
+                                                                      "exitcode": worker.process.exitcode}})
+                self._replace(worker)
+        else:
+            raise WorkerDied("every worker tried had exited")
         self.busy += 1
         try:
-            await worker.send(pickle.dumps((op, body, opts), protocol=pickle.HIGHEST_PROTOCOL))
             reply = pickle.loads(await worker.receive(max(0.0, deadline - loop.time())))
         except Timeout:
             log.warning("request timed out: worker killed and replaced",

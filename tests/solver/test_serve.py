@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -425,3 +426,58 @@ def test_client_refuses_a_bad_url_and_names_a_down_server():
         port = probe.getsockname()[1]
     with pytest.raises(OSError):
         Client(f"http://127.0.0.1:{port}", timeout=5).decide(EXAMPLE.read_bytes())
+
+
+def _worker_pids(s: Server) -> list[int]:
+    """Pids of the server's live worker processes (from its ``worker warm`` log lines)."""
+    pids = []
+    for r in s.records():
+        if r.get("message") == "worker warm":
+            try:
+                stat = Path(f"/proc/{r['pid']}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == s.proc.pid:  # still a child of this server
+                pids.append(r["pid"])
+    return pids
+
+
+def _dead(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the worker processes")
+def test_killed_workers_give_one_500_and_are_replaced(server):
+    slow: dict = {}
+    thread = threading.Thread(target=lambda: slow.update(answer=raw(
+        server.url, "POST", "/v1/mckp?method=cpsat&time-limit=120", hard_mckp(), JSON_HEADERS)))
+    thread.start()
+    wait_until(lambda: busy_workers(server.url) == 1, what="the slow request to run")
+    pids = _worker_pids(server)
+    assert len(pids) == 2
+    for pid in pids:  # the busy one (its request fails) and the idle one (found dead when next used)
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: all(_dead(pid) for pid in pids), what="the killed workers to exit")
+    thread.join(WAIT_S)
+    status, _, body = slow["answer"]
+    assert status == 500 and "worker process exited" in json.loads(body)["error"]["message"]
+    assert raw(server.url, "GET", "/healthz")[0] == 200
+    status, _, body = raw(server.url, "POST", "/v1/decide", EXAMPLE.read_bytes(), JSON_HEADERS)
+    assert status == 200 and body == cli("decide", str(EXAMPLE)).stdout
+    server.wait_ready()
+
+
+def test_a_bug_in_the_engine_is_one_line_for_the_client_and_a_traceback_for_the_log(monkeypatch):
+    from lyra_solver.serve import worker
+
+    def broken(body, opts):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setitem(worker.OPS, "decide", broken)
+    kind, line, trace = worker.handle("decide", b"{}", {})
+    assert kind == "bug" and line == "ZeroDivisionError: division by zero" and "\n" not in line
+    assert "Traceback" in trace and "broken" in trace
+    assert worker.handle("mckp", b"{", {"method": "auto", "time_limit": None, "timings": False})[0] == "input"
