@@ -45,6 +45,7 @@ class Section:
 SECTIONS: list[Section] = [
     Section("Simulation: Lyra against the baselines on Philly with the Alibaba inference load",
             path="docs/bench/simulation.md"),
+    Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
 ]
 
 #: Targets of the issues that the harness's suites do not measure: (issue, target, how it is measured), with an

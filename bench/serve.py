@@ -72,6 +72,37 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; None elsewhere or once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    """Pids whose parent is ``pid`` (the server's workers), from ``/proc``; empty where there is none."""
+    out = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return out
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
+
+
+def _cpu(server_pid: int) -> tuple[float | None, float | None]:
+    """CPU seconds so far of the server process and of its workers together."""
+    workers = [_cpu_s(p) for p in _children(server_pid)]
+    return _cpu_s(server_pid), (sum(w for w in workers if w is not None) if workers else None)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -213,9 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         reference = {}
         for name, path in inputs.items():
             out, times = _cli_times(path, args.cli_calls if name == "example" else max(1, args.cli_calls // 2))
+            wall, cpu = _inprocess_ms(path.read_bytes(), out, args.requests if name == "example" else 3)
             reference[name] = {"bytes": out, "cli_ms": [t * 1e3 for t in times], "body": path.read_bytes(),
-                               "inprocess_ms": _inprocess_ms(path.read_bytes(), out,
-                                                             args.requests if name == "example" else 3)}
+                               "inprocess_ms": wall, "inprocess_cpu_ms": cpu}
         rows = []
         for workers in args.workers:
             server = _Server(workers, _free_port())
@@ -226,9 +257,14 @@ def main(argv: list[str] | None = None) -> int:
                     for c in args.concurrency:
                         n = args.requests if name == "example" else (
                             args.big_requests or (c if args.quick else max(8, 2 * c)))
+                        cpu0 = _cpu(server.proc.pid)
                         row = measure(server.port, ref["body"], ref["bytes"], c, max(n, c))
+                        cpu1 = _cpu(server.proc.pid)
+                        for key, a, b in (("server_cpu_ms", cpu0[0], cpu1[0]), ("worker_cpu_ms", cpu0[1], cpu1[1])):
+                            row[key] = (b - a) * 1e3 / row["requests"] if a is not None and b is not None else None
                         row.update(input=name, workers=workers, cli_ms=statistics.median(ref["cli_ms"]),
-                                   inprocess_ms=statistics.median(ref["inprocess_ms"]), healthz_ms=health)
+                                   inprocess_ms=statistics.median(ref["inprocess_ms"]),
+                                   inprocess_cpu_ms=statistics.median(ref["inprocess_cpu_ms"]), healthz_ms=health)
                         rows.append(row)
                         print(f"{name} workers={workers} c={c}: {_fmt(row['rps'])} req/s, p50 "
                               f"{_fmt(row['p50_ms'], '.2f')} ms, p99 {_fmt(row['p99_ms'], '.2f')} ms",
@@ -246,20 +282,21 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any(r["errors"] or r["mismatches"] for r in rows) else 0
 
 
-def _inprocess_ms(body: bytes, expected: bytes, calls: int) -> list[float]:
-    """Wall ms of the engine alone on ``body`` (parse, decide, encode: :func:`lyra_solver.ops.decide` in this
-    process, after one warm-up call), the reference for the service's own overhead."""
+def _inprocess_ms(body: bytes, expected: bytes, calls: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU ms of the engine alone on ``body`` (parse, decide, encode: :func:`lyra_solver.ops.decide` in
+    this process, after one warm-up call), the reference for the service's own overhead."""
     from lyra_solver import ops
 
     args = argparse.Namespace(format="json", backend="auto")
     if ops.decide(body, args).data != expected:
         raise RuntimeError("the in-process answer differs from the CLI's")
-    times = []
+    times, cpu = [], []
     for _ in range(calls):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         ops.decide(body, args)
         times.append((time.perf_counter() - t) * 1e3)
-    return times
+        cpu.append((time.process_time() - c) * 1e3)
+    return times, cpu
 
 
 def _health_ms(port: int, calls: int) -> float:
@@ -288,13 +325,15 @@ def _request_warm(port: int, body: bytes) -> None:
 def _table(rows: list[dict], reference: dict, before, after, args) -> str:
     lines = [f"Machine: {os.cpu_count()} cores, load average {before[0]:.1f} before and {after[0]:.1f} after.", "",
              "| input | workers | concurrency | requests | errors | differ from CLI | req/s | p50 ms | p99 ms "
-             "| engine in-process ms (median) | CLI ms/call (median) | CLI / p50 |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| engine in-process ms (median) | CPU ms/request: server + workers | CLI ms/call (median) | CLI / p50 |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         ratio = r["cli_ms"] / r["p50_ms"] if r["p50_ms"] else None
         lines.append(f"| {r['input']} | {r['workers']} | {r['concurrency']} | {r['requests']} | {r['errors']} "
                      f"| {r['mismatches']} | {_fmt(r['rps'])} | {_fmt(r['p50_ms'], '.2f')} "
-                     f"| {_fmt(r['p99_ms'], '.2f')} | {r['inprocess_ms']:.2f} | {r['cli_ms']:.0f} "
+                     f"| {_fmt(r['p99_ms'], '.2f')} | {r['inprocess_ms']:.2f} "
+                     f"| {_fmt(r.get('server_cpu_ms'), '.2f')} + {_fmt(r.get('worker_cpu_ms'), '.2f')} "
+                     f"| {r['cli_ms']:.0f} "
                      f"| {_fmt(ratio, '.0f')}x |")
     lines.append("")
     for name, ref in reference.items():
@@ -308,6 +347,12 @@ def _table(rows: list[dict], reference: dict, before, after, args) -> str:
                      f"({'met' if best <= 5 else 'not met'}); the engine alone in this process: "
                      f"{ex[0]['inprocess_ms']:.2f} ms (median), so the service adds {best - ex[0]['inprocess_ms']:.2f} "
                      f"ms; GET /healthz (HTTP only): " + ", ".join(f"{r['healthz_ms']:.2f} ms" for r in ex) + ".")
+        cpu = [r for r in ex if r.get("server_cpu_ms") is not None and r.get("worker_cpu_ms") is not None]
+        if cpu:
+            lines.append("CPU per request at concurrency 1 (what a quiet machine's latency is made of): "
+                         + ", ".join(f"{r['workers']} worker(s): server {r['server_cpu_ms']:.2f} + workers "
+                                     f"{r['worker_cpu_ms']:.2f} ms" for r in cpu)
+                         + f"; the engine alone: {ex[0]['inprocess_cpu_ms']:.2f} ms CPU (median) in this process.")
     top = max(args.concurrency)
     for name in reference:
         by_w = [(r["workers"], r["rps"]) for r in rows if r["input"] == name and r["concurrency"] == top]

@@ -51,7 +51,7 @@ SCHEMA = "/v1/schema/"
 #: Paths that answer without the bearer token (liveness and readiness probes).
 OPEN = ("/healthz", "/readyz")
 #: CLI options that have no meaning over HTTP (files and the terminal).
-NOT_QUERY = {"help", "output", "verbose", "quiet"}
+NOT_QUERY = {"help", "output", "verbose", "quiet", "progress"}
 
 
 @dataclass(frozen=True)

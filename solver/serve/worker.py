@@ -97,10 +97,12 @@ def warm_up() -> float:
     t0 = time.perf_counter()
     from lyra_solver.formulations.mckp import _numba
 
-    if _numba.numba_available():
-        _numba.get_kernels()
-        _numba.get_prepare()
-        _numba.get_phase_kernels()
+    if _numba.numba_available():  # a long-running process: every later solve, small ones too, takes the kernels
+        if hasattr(_numba, "load"):
+            _numba.load()
+        else:
+            for name in ("get_kernels", "get_prepare", "get_phase_kernels"):
+                getattr(_numba, name)()
     import numpy as np
 
     rng = np.random.default_rng(0)

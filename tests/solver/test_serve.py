@@ -367,9 +367,18 @@ def test_slow_and_truncated_bodies_hold_no_worker(tight):
 
 
 # ------------------------------------------------------------------------------------------------- start and stop
-def test_sigterm_drains_what_is_in_flight_then_exits_0():
+def test_readyz_waits_for_warm_workers_and_sigterm_drains_then_exits_0():
     s = Server("--workers", "1")
     try:
+        first = None
+        end = time.monotonic() + WAIT_S
+        while first is None and time.monotonic() < end:  # the first answer comes before the worker is warm
+            try:
+                first = raw(s.url, "GET", "/readyz", timeout=30)
+            except OSError:
+                time.sleep(0.01)
+        assert first is not None and first[0] == 503 and json.loads(first[2])["ready"] is False
+        assert raw(s.url, "GET", "/healthz")[0] == 200  # alive while the worker warms
         s.wait_ready()
         inflight: dict = {}
         thread = threading.Thread(target=lambda: inflight.update(answer=raw(
