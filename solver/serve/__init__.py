@@ -104,8 +104,11 @@ def run(args) -> int:
     server = uvicorn.Server(config)
     stopped: list[int] = []
 
-    def remember(sig, _frame) -> None:  # uvicorn re-raises the signal it drained on: end with exit 0 instead
+    def remember(sig, _frame) -> None:
+        # before uvicorn's own handlers are in place (start-up): stop as soon as it has started; after its drain,
+        # uvicorn restores this handler and raises the signal again: note it and end with exit 0
         stopped.append(sig)
+        server.should_exit = True
 
     previous = {s: signal.signal(s, remember) for s in (signal.SIGTERM, signal.SIGINT)}
     host, port = sock.getsockname()[:2]

@@ -490,3 +490,9 @@ def test_a_bug_in_the_engine_is_one_line_for_the_client_and_a_traceback_for_the_
     assert kind == "bug" and line == "ZeroDivisionError: division by zero" and "\n" not in line
     assert "Traceback" in trace and "broken" in trace
     assert worker.handle("mckp", b"{", {"method": "auto", "time_limit": None, "timings": False})[0] == "input"
+
+
+def test_sigterm_during_start_up_exits_0():
+    s = Server("--workers", "1")  # returns at the "listening" line, before the worker is warm
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.proc.wait(WAIT_S) == 0, s.log()
