@@ -122,8 +122,8 @@ class Client:
             conn.close()
             self._local.conn = None
 
-    def request(self, method: str, path: str, body: bytes | None = None, **options: Any) -> Response:
-        """One request, raw: no status is turned into an exception here."""
+    def request(self, verb: str, path: str, body: bytes | None = None, /, **options: Any) -> Response:
+        """One request, raw (``options`` become the query string): no status is turned into an exception here."""
         target = self._prefix + path + (f"?{q}" if (q := _query(options)) else "")
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -133,7 +133,7 @@ class Client:
         for attempt in (0, 1):
             conn = self._connection()
             try:
-                conn.request(method, target, body=body, headers=headers)
+                conn.request(verb, target, body=body, headers=headers)
                 resp = conn.getresponse()
                 data = resp.read()
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
@@ -150,11 +150,11 @@ class Client:
             return out
         raise AssertionError("unreachable")
 
-    def call(self, method: str, path: str, body: bytes | None = None, **options: Any) -> Response:
+    def call(self, verb: str, path: str, body: bytes | None = None, /, **options: Any) -> Response:
         """A request whose answer must be 200; bad input raises :class:`InputError`, another status
         :class:`ServiceError` (a 503 is retried ``retries`` times first)."""
         for attempt in range(self.retries + 1):
-            resp = self.request(method, path, body, **options)
+            resp = self.request(verb, path, body, **options)
             if resp.status == 200:
                 return resp
             try:

@@ -170,6 +170,8 @@ def test_decide_answers_are_the_clis_bytes(server, tmp_path):
             assert status == 200, body
             assert body == expected.stdout, (name, query)
             assert headers["lyra-exit-code"] == "0"
+            if query.startswith("allocation=greedy"):  # the option reached the engine (not dropped on both sides)
+                assert json.loads(body)["summary"]["methods"]["allocation"] == "mckp-greedy"
 
 
 def test_32_requests_in_parallel(server):
@@ -274,6 +276,7 @@ def test_check_apply_mckp_and_schema_routes(server, tmp_path):
         status, headers, body = raw(server.url, "POST", f"/v1/mckp?method={method}", inst, JSON_HEADERS)
         assert status == 200 and body == cli("mckp", str(tmp_path / "m.json"), "--method", method).stdout
     assert client.mckp(inst).choice == [1, 1]
+    assert client.mckp(inst, method="greedy", time_limit=5).method == "greedy"
     for name in ("snapshot", "decision", "mckp", "mckp-answer"):
         assert raw(server.url, "GET", f"/v1/schema/{name}")[2] == cli("schema", name).stdout
     status, _, body = raw(server.url, "POST", "/v1/check", b'{"snapshot": {}, "decision": {}, "x": 1}', JSON_HEADERS)
