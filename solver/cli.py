@@ -24,6 +24,7 @@ from lyra_solver.formulations.vocabulary import (
     QUEUE_ORDERS,
     RECLAIMS,
 )
+from lyra_solver.ops import TABLE_IDS, decision_table  # noqa: F401  (moved to ops, where decide's paths live)
 from lyra_solver.types import SCHEMAS
 
 log = logging.getLogger("lyra_solver.cli")
