@@ -258,3 +258,18 @@ def test_shorten_keeps_both_ends():
     long = "a" * 1000 + "b" * 1000
     out = shorten(long)
     assert len(out) <= MAX_PART and out.startswith("a") and out.endswith("b") and "..." in out
+
+
+def test_packing_a_job_of_huge_work_over_a_tiny_rate():
+    """Found by a sweep of extreme values: the packing step's remaining time was inf (refused by the packing
+    problem) where the value table caps it."""
+    doc = json.loads(msgspec.json.encode(snapshot()))
+    for job in doc["jobs"]:
+        job["remaining_work"] = 1e16
+        job["packing"] = {"gpu_util": 0.5, "gpu_mem_gb": 4.0}
+        if job["throughput"]["kind"] == "power":
+            job["throughput"]["rate_per_worker"] = 1e-300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = decide(parse_snapshot(json.dumps(doc).encode()), packing="gimbal")
+    assert set(d.jobs) == {j["id"] for j in doc["jobs"]}
