@@ -177,7 +177,7 @@ def _num(text: str, path, line: int, field: str, *, integer: bool = False, posit
     if not ok:
         raise InputError(f"line {line}", f"{field}: not a{'n integer' if integer else ' number'} (ASCII digits "
                          f"only): {text!r}", str(path))
-    if not math.isfinite(x) or x < 0 or (positive and x <= 0):
+    if (not integer and not math.isfinite(x)) or x < 0 or (positive and x <= 0):  # an int may pass a double
         raise InputError(f"line {line}", f"{field}: must be {'positive' if positive else 'non-negative'}, "
                          f"got {text!r}", str(path))
     if x > most:
