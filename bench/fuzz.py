@@ -261,6 +261,10 @@ def run_forked(call, *, memory_mb: int, timeout: float, cwd: str, stdin: bytes |
                 os.chdir(cwd)
                 for fd, fh in ((0, inp), (1, out), (2, err)):
                     os.dup2(fh.fileno(), fd)
+                # fresh streams on the redirected descriptors (the parent's may be replaced, e.g. by pytest)
+                sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the child ends with os._exit
+                sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
                 logging.root.handlers.clear()  # the case configures its own logging, as the CLI would
                 signal.alarm(max(1, math.ceil(timeout)))
                 code = call()
