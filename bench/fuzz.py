@@ -352,10 +352,12 @@ def mutate_csv(rows: list[list[str]], rng: random.Random) -> bytes:
     rows = [list(r) for r in rows]
     for _ in range(rng.choice([1, 1, 2, 3])):
         op = rng.random()
+        if not rows[0]:  # every column gone: nothing more to mutate
+            break
         if op < 0.5 and len(rows) > 1:
             r = rng.randrange(1, len(rows))
-            c = rng.randrange(len(rows[r]))
-            rows[r][c] = rng.choice(_CSV_CELLS)
+            if rows[r]:
+                rows[r][rng.randrange(len(rows[r]))] = rng.choice(_CSV_CELLS)
         elif op < 0.6:
             c = rng.randrange(len(rows[0]))
             for row in rows:

@@ -159,7 +159,8 @@ def test_cpsat_refuses_weights_its_constraints_cannot_hold():
 # ------------------------------------------------------------------------- 10. input size
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
 @pytest.mark.parametrize("args", [("decide", "/dev/zero"), ("mckp", "/dev/zero"), ("check", str(EXAMPLE), "/dev/zero"),
-                                  ("check", "/dev/zero", str(EXAMPLE))])
+                                  ("check", "/dev/zero", str(EXAMPLE)),
+                                  ("simulate", "--policy", "lyra", "--training-servers", "4", "--trace", "/dev/zero")])
 def test_an_endless_input_is_refused_naming_it(args):
     line = one_clean_line(run(*args, timeout=60))
     assert "/dev/zero" in line and "MiB limit" in line
