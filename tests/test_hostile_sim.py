@@ -45,6 +45,19 @@ def test_a_job_larger_than_the_training_cluster_is_refused_naming_its_line(tmp_p
         simulate(specs, get_policy("baseline"), SimConfig(training_servers=4, inference_servers=0))
 
 
+@pytest.mark.parametrize(("field", "value"), [("duration", 1e300), ("restart_penalty", 1e9),
+                                              ("preemption_penalty", math.nan)])
+def test_the_python_api_refuses_what_would_never_end(tmp_path, field, value):
+    from dataclasses import replace
+
+    specs = map_jobs(load_philly(_write(tmp_path, "t.csv", SMALL)))
+    specs[1] = replace(specs[1], **{field: value})
+    with pytest.raises(ValueError, match=f"line 3: {field}"):
+        simulate(specs, get_policy("baseline"), SimConfig(training_servers=4, inference_servers=0))
+    with pytest.raises(ValueError, match="interval"):
+        simulate(specs[:1], get_policy("baseline"), SimConfig(training_servers=4, interval=1e-300))
+
+
 # ------------------------------------------------------------------------- 2. a bounded number of events
 @pytest.mark.parametrize(("flag", "value"), [("--interval", "1e-300"), ("--interval", "nan"), ("--interval", "1e300"),
                                              ("--preemption-penalty", "1e9"), ("--restart-penalty", "nan"),

@@ -54,7 +54,7 @@ from .metrics import Metrics
 from .packing import _shared_at, packed_rates
 from .policies import Policy
 from .quiet import SizesKept, is_quiet
-from .traces import LoadCurve, SimJobSpec, merge_close
+from .traces import MAX_DURATION, LoadCurve, SimJobSpec, merge_close
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +89,15 @@ def check_config(cfg: SimConfig) -> None:
 
 def check_specs(specs, cfg: SimConfig) -> None:
     """Refuse (``ValueError`` naming the trace line) a job larger than the training cluster (baseline and
-    Tiresias run it at its requested size there: the replay would wait for it forever), or whose penalties are
-    past :data:`MAX_PENALTY`."""
+    Tiresias run it at its requested size there: the replay would wait for it forever), one longer than
+    :data:`.traces.MAX_DURATION`, or one whose penalties are past :data:`MAX_PENALTY`."""
     total = cfg.training_servers * cfg.server_gpus
     for sp in specs:
         if sp.gpus > total:  # baseline and Tiresias run a job at its requested size
             raise ValueError(f"line {sp.line}: the job needs {sp.gpus} GPUs, more than the training cluster's "
                              f"{total} ({cfg.training_servers} servers x {cfg.server_gpus}); it could never run")
+        if not 0 < sp.duration <= MAX_DURATION:
+            raise ValueError(f"line {sp.line}: duration must be in (0, {MAX_DURATION:g}] seconds, got {sp.duration!r}")
         for what in ("restart_penalty", "preemption_penalty"):
             v = getattr(sp, what)
             if not 0 <= v <= MAX_PENALTY:
