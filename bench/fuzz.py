@@ -643,16 +643,21 @@ def fuzz(*, seconds: float, seed: int, memory_mb: int = 2048, timeout: float = 6
     findings: list[Finding] = []
     deadline = time.monotonic() + seconds
     case = 0
+    exits: dict[str, dict[str, int]] = {s: {} for s in surfaces}
     while time.monotonic() < deadline and (max_cases is None or case < max_cases):
         surface = surfaces[case % len(surfaces)]
         kind, argv, name, code, stderr, secs, rss, problem = fuzz_surface(
             surface, case, rng, out_dir, memory_mb=memory_mb, timeout=timeout, check=check)
+        key = "timeout" if code is None else str(code)
+        exits[surface][key] = exits[surface].get(key, 0) + 1
         if problem is not None:
             findings.append(Finding(case, f"{surface}/{kind}", argv, name, code, problem,
                                     stderr.decode("utf-8", "replace")[-500:], round(secs, 3), round(rss, 1)))
             log.warning("case %d [%s] (%s): %s", case, surface, " ".join(argv), problem)
         case += 1
     (out_dir / "findings.json").write_text(json.dumps([asdict(f) for f in findings], indent=2) + "\n")
+    (out_dir / "exits.json").write_text(json.dumps(exits, indent=2, sort_keys=True) + "\n")
+    log.info("exit codes per surface: %s", exits)
     return case, findings
 
 
@@ -939,6 +944,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m lyra_solver.bench
                            out_dir=out_dir, check=not args.no_check, max_cases=args.cases, surfaces=surfaces)
     print(f"{cases} cases ({', '.join(surfaces)}), {len(findings)} findings (seed {args.seed}, {args.memory_mb} MB, "
           f"{args.timeout:g} s per run); inputs of findings in {out_dir}")
+    exits = json.loads((out_dir / "exits.json").read_text())
+    for surface, codes in exits.items():
+        print(f"  {surface}: " + ", ".join(f"exit {k}: {v}" for k, v in sorted(codes.items())))
     for f in findings:
         print(f"- case {f.case} [{f.kind}] {f.problem}: {' '.join(f.argv)} (exit {f.returncode}, {f.seconds} s, "
               f"{f.max_rss_mb} MB)")

@@ -67,7 +67,8 @@ def test_each_new_surface_runs_clean(tmp_path, surface):
     cases, findings = fuzz(seconds=600, seed=4, max_cases=6, out_dir=tmp_path, timeout=120, surfaces=(surface,))
     assert cases == 6 and findings == [], findings
     assert json.loads((tmp_path / "findings.json").read_text()) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["findings.json"]  # passing cases leave nothing
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exits.json", "findings.json"]  # passing cases: nothing
+    assert sum(json.loads((tmp_path / "exits.json").read_text())[surface].values()) == 6
 
 
 def test_a_broken_case_is_kept_with_its_finding(tmp_path, monkeypatch):
