@@ -97,12 +97,7 @@ def warm_up() -> float:
     t0 = time.perf_counter()
     from lyra_solver.formulations.mckp import _numba
 
-    if _numba.numba_available():  # a long-running process: every later solve, small ones too, takes the kernels
-        if hasattr(_numba, "load"):
-            _numba.load()
-        else:
-            for name in ("get_kernels", "get_prepare", "get_phase_kernels"):
-                getattr(_numba, name)()
+    _numba.load()  # a long-running process: every later solve, small ones too, takes the kernels (when installed)
     import numpy as np
 
     rng = np.random.default_rng(0)
