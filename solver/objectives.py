@@ -48,13 +48,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from lyra_solver.formulations.vocabulary import OBJECTIVES as _VOCABULARY
 
 __all__ = ["MIN_HORIZON", "OBJECTIVES", "SRPT_SCALE", "check_objective", "fitted_exponent", "hesrpt",
            "hesrpt_weights", "horizons", "jct_reduction", "objective_values", "pollux", "prepare", "srpt",
            "useful_fraction", "value_scalar"]
 
-#: The allocation objectives, the default first (Lyra's, so that existing outputs keep their bytes).
-OBJECTIVES: tuple[str, ...] = ("jct-reduction", "pollux", "srpt", "hesrpt")
+#: The allocation objectives, the default first (Lyra's, so that existing outputs keep their bytes); defined in
+#: :mod:`lyra_solver.formulations.vocabulary` with the other options' values.
+OBJECTIVES: tuple[str, ...] = _VOCABULARY
 
 #: Shortest restart horizon (seconds): a job just started weighs a restart over at least this long.
 MIN_HORIZON = 60.0
