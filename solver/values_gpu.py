@@ -456,7 +456,11 @@ def value_table_gpu(jobs: Sequence[JobOptions] | JobArrays, *, server_gpus: int 
         extra = (age, prepare(opts, objective, server_gpus=arrays.server_gpus))
     values, times = value_table_device(arrays, backend=backend, device=device, dtype="float64", fused=fused,
                                        objective=objective, extra=extra)
-    return table_from(arrays, to_numpy(values), to_numpy(times))
+    table = table_from(arrays, to_numpy(values), to_numpy(times))
+    if extra is None:
+        return table
+    return ValueTable(table.values, table.weights, table.times, table.sizes, table.min_workers, objective=objective,
+                      ages=extra[0], job_weights=extra[1])
 
 
 def table_from(arrays: JobArrays, values: np.ndarray, times: np.ndarray) -> ValueTable:
