@@ -19,6 +19,7 @@ from lyra_solver.errors import InputError, escape
 from lyra_solver.formulations.vocabulary import (
     ALLOCATIONS,
     MCKP_METHODS,
+    OBJECTIVES,
     PACKING_POLICIES,
     PACKINGS,
     PLACEMENTS,
@@ -65,7 +66,7 @@ def cmd_decide(args) -> int:
     decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
                       placement=args.placement, packing=args.packing, time_limit=args.time_limit,
                       timings=args.timings, backend=args.backend, deterministic=args.deterministic,
-                      packing_policy=args.packing_policy)
+                      packing_policy=args.packing_policy, objective=args.objective)
     if args.format == "json":
         data = io.encode(decision)
     elif args.format == "pretty":
@@ -267,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: options.packing, else off)")
     d.add_argument("--packing-policy", choices=PACKING_POLICIES,
                    help="objective of packing (default: options.packing_policy, else jct)")
+    d.add_argument("--objective", choices=OBJECTIVES,
+                   help="the allocation's value table (default: options.objective, else jct-reduction, Lyra's; "
+                        "see lyra_solver.objectives)")
     d.add_argument("--time-limit", type=_positive_float, metavar="S",
                    help="seconds for the exact steps of the round together (default: options.time_limit, else 1.0)")
     d.add_argument("--format", choices=FORMATS, default="json",
