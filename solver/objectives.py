@@ -61,6 +61,9 @@ OBJECTIVES: tuple[str, ...] = _VOCABULARY
 #: Shortest restart horizon (seconds): a job just started weighs a restart over at least this long.
 MIN_HORIZON = 60.0
 
+#: Longest restart horizon (seconds): however old a job, its allocation is not expected to hold longer.
+MAX_HORIZON = float("inf")
+
 #: ``srpt`` values are completions per this many seconds (3,600: per hour), so that they are O(1) numbers.
 SRPT_SCALE = 3600.0
 
@@ -303,7 +306,7 @@ def value_scalar(objective: str, t: float, t0: float, restart: bool, penalty: fl
     check_objective(objective)
     if objective == "jct-reduction":
         return t0 - t - (penalty if restart else 0.0)
-    h = age if age > MIN_HORIZON else MIN_HORIZON
+    h = min(age if age > MIN_HORIZON else MIN_HORIZON, MAX_HORIZON)
     f = max(h / (h + penalty), MIN_FRACTION) if restart else 1.0
     t, t0 = max(t, MIN_TIME), max(t0, MIN_TIME)
     if objective == "pollux":
@@ -316,7 +319,8 @@ def value_scalar(objective: str, t: float, t0: float, restart: bool, penalty: fl
 def horizons(ages: np.ndarray) -> np.ndarray:
     """Restart horizon of each job: its age, at least :data:`MIN_HORIZON` seconds. O(J)."""
     a = np.asarray(ages, np.float64)
-    return np.where(np.isfinite(a) & (a > MIN_HORIZON), a, MIN_HORIZON)
+    a = np.where(np.isfinite(a) & (a > MIN_HORIZON), a, MIN_HORIZON)
+    return np.where(a > MAX_HORIZON, MAX_HORIZON, a)
 
 
 def _floor(xp, t):

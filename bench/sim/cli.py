@@ -93,7 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help=f"several policies, ratios to the first baseline given ({', '.join(names)})")
     c.add_argument("--objective", nargs="+", metavar="NAME",
                    help="allocation objective(s) of every policy that allocates (elastic scaling): each such policy "
-                   "runs once per objective, as POLICY/NAME for all but the default jct-reduction (choices: "
+                   "runs once per objective, as POLICY@NAME for all but the default jct-reduction (choices: "
                    "lyra_solver.OBJECTIVES; default: jct-reduction)")
     c.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 of the mapping (default %(default)s)")
     c.add_argument("--seed", type=int, default=0, help="first seed (default %(default)s)")
@@ -220,11 +220,11 @@ def _preset_config(args) -> dict:
 
 
 def policy_of(label: str):
-    """The policy of a run's label: ``NAME`` (its own options) or ``NAME/OBJECTIVE`` (that allocation objective,
+    """The policy of a run's label: ``NAME`` (its own options) or ``NAME@OBJECTIVE`` (that allocation objective,
     see ``--objective``). Raises :class:`InputError` for an unknown policy or objective."""
     from lyra_solver.bench.sim.policies import get_policy
 
-    name, _, objective = label.partition("/")
+    name, _, objective = label.partition("@")
     if not objective:
         return get_policy(name)
     _check_objectives([objective])
@@ -247,7 +247,7 @@ def _check_objectives(names) -> None:
 
 
 def _labels(policies: list[str], objectives: list[str] | None) -> list[str]:
-    """Run labels: each allocating policy once per objective (``POLICY/OBJECTIVE`` but for the default)."""
+    """Run labels: each allocating policy once per objective (``POLICY@OBJECTIVE`` but for the default)."""
     from lyra_solver import OBJECTIVES
 
     if not objectives:
@@ -257,7 +257,7 @@ def _labels(policies: list[str], objectives: list[str] | None) -> list[str]:
         if not allocates(p):
             out.append(p)
             continue
-        out += [p if o == OBJECTIVES[0] else f"{p}/{o}" for o in dict.fromkeys(objectives)]
+        out += [p if o == OBJECTIVES[0] else f"{p}@{o}" for o in dict.fromkeys(objectives)]
     return list(dict.fromkeys(out))
 
 
@@ -449,7 +449,7 @@ def run(args) -> int:
     wall = time.perf_counter() - t0
     summaries = {p: combine([results[(p, s, k)][0] for s, k in runs]) for p in policies}
     for p in policies:  # the allocation objective of each policy that allocates
-        if allocates(p.partition("/")[0]):
+        if allocates(p.partition("@")[0]):
             summaries[p]["objective"] = policy_of(p).decide_options(1.0).objective
     timings = {p: [results[(p, s, k)][1] for s, k in runs] for p in policies}
     base = "baseline" if "baseline" in policies else policies[0]

@@ -205,3 +205,85 @@ def test_scalar_values_by_hand():
     assert math.isclose(value_scalar("pollux", 50.0, 100.0, True, 30.0, 10.0), 1 - 0.5 / f)
     assert math.isclose(value_scalar("srpt", 50.0, 100.0, True, 30.0, 940.0), 3600 * (940 / 970 / 50 - 1 / 100))
     assert math.isclose(value_scalar("hesrpt", 50.0, 100.0, False, 30.0, 0.0, 0.25), 0.25)
+
+
+# ------------------------------------------------------------------------------------------ decide and the CLI
+def _snapshot(objective: str | None = None):
+    from lyra_solver import parse_snapshot
+
+    opts = {} if objective is None else {"options": {"objective": objective}}
+    import json
+
+    return parse_snapshot(json.dumps({
+        "format_version": 1, "now": 3600,
+        "servers": [{"id": "t0", "pool": "training", "gpus": 8}, {"id": "t1", "pool": "training", "gpus": 8}],
+        "jobs": [
+            {"id": "long", "min_workers": 1, "max_workers": 8, "remaining_work": 1e7, "submit_time": 0,
+             "throughput": {"kind": "power", "rate_per_worker": 100, "exponent": 0.9}, "placement": {"t0": 4},
+             "restart_penalty": 30},
+            {"id": "short", "min_workers": 1, "max_workers": 8, "remaining_work": 2e5, "submit_time": 3000,
+             "throughput": {"kind": "power", "rate_per_worker": 100, "exponent": 0.9}, "placement": {"t1": 4},
+             "restart_penalty": 30},
+            {"id": "new", "min_workers": 1, "max_workers": 4, "remaining_work": 5e5, "submit_time": 3500,
+             "throughput": {"kind": "table", "workers": [1, 4], "rate": [100, 350]}}],
+        **opts}).encode())
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("allocation", ["exact", "greedy", "hull"])
+def test_decide_with_each_objective_passes_the_checker(objective, allocation):
+    import json
+
+    from lyra_solver import check_decision, decide, encode
+
+    snap = _snapshot()
+    d = decide(snap, objective=objective, allocation=allocation)
+    assert check_decision(json.loads(encode(snap)), json.loads(encode(d))) == []
+    assert d == decide(_snapshot(objective), allocation=allocation)  # the option and the argument agree
+    if allocation == "exact":
+        assert d.summary.statuses["allocation"] == "optimal"
+
+
+def test_srpt_gives_the_short_job_more_than_lyras_value_does():
+    from lyra_solver import decide
+
+    lyra = decide(_snapshot(), objective="jct-reduction")
+    srpt = decide(_snapshot(), objective="srpt")
+    assert srpt.jobs["short"].workers > lyra.jobs["short"].workers
+    assert lyra.jobs["long"].workers > srpt.jobs["long"].workers
+
+
+def test_default_objective_keeps_the_bytes():
+    from lyra_solver import decide, encode
+
+    assert encode(decide(_snapshot())) == encode(decide(_snapshot("jct-reduction"))) == \
+        encode(decide(_snapshot(), objective="jct-reduction"))
+    assert b"objective" not in encode(_snapshot("jct-reduction"))  # the default option is not written
+
+
+def test_unknown_objective_is_an_input_error():
+    from lyra_solver import InputError, decide, parse_snapshot
+
+    with pytest.raises(InputError, match="objective.*expected one of jct-reduction, pollux, srpt, hesrpt"):
+        decide(_snapshot(), objective="fastest")
+    with pytest.raises(InputError, match=r"options\.objective"):
+        parse_snapshot(b'{"format_version": 1, "servers": [], "jobs": [], "options": {"objective": "x"}}')
+
+
+def test_cli_objective_flag(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from lyra_solver import encode
+
+    path = tmp_path / "snap.json"
+    path.write_bytes(encode(_snapshot()))
+    cmd = [sys.executable, "-m", "lyra_solver", "decide", str(path)]
+    ok = subprocess.run([*cmd, "--objective", "srpt"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["jobs"]["short"]["workers"] == 8
+    bad = subprocess.run([*cmd, "--objective", "fastest"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert "--objective" in bad.stderr and "jct-reduction" in bad.stderr and "hesrpt" in bad.stderr
