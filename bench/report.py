@@ -45,6 +45,7 @@ class Section:
 SECTIONS: list[Section] = [
     Section("Simulation: Lyra against the baselines on Philly with the Alibaba inference load",
             path="docs/bench/simulation.md"),
+    Section("Objectives: allocation for mean JCT over time (issue 25)", path="docs/bench/objectives.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
 ]
 
