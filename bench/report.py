@@ -45,6 +45,7 @@ class Section:
 SECTIONS: list[Section] = [
     Section("Simulation: Lyra against the baselines on Philly with the Alibaba inference load",
             path="docs/bench/simulation.md"),
+    Section("Objectives: allocation for mean JCT over time (issue 25)", path="docs/bench/objectives.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("MCKP speed: cold start and 10 seeds per class", module="lyra_solver.bench.mckp_speed",
             quick_args=("--quick", "--no-header"), full_args=("--no-header",),

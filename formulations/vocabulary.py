@@ -21,8 +21,8 @@ from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.mckp import METHODS as MCKP_METHODS
 
 __all__ = [
-    "ALLOCATIONS", "ALLOCATION_METHOD", "MCKP_METHODS", "PACKINGS", "PACKING_POLICIES", "PLACEMENTS",
-    "QUEUE_ORDERS", "RECLAIMS", "SERVER_POOLS", "PackingPolicy",
+    "ALLOCATIONS", "ALLOCATION_METHOD", "MCKP_METHODS", "OBJECTIVES", "Objective", "PACKINGS", "PACKING_POLICIES",
+    "PLACEMENTS", "QUEUE_ORDERS", "RECLAIMS", "SERVER_POOLS", "PackingPolicy",
     "SERVER_STATES", "STATUSES", "STEP_METHODS", "Allocation", "Packing", "PlacementOption", "QueueOrder",
     "ReclaimOption", "ServerKind", "ServerPool", "ServerState", "StatusName", "StepMethod", "Tier",
     "check_option",
@@ -86,6 +86,11 @@ PACKINGS: tuple[str, ...] = get_args(Packing)
 #: Objective of packing (Gimbal's policies).
 PackingPolicy = Literal["jct", "deadline", "makespan"]
 PACKING_POLICIES: tuple[str, ...] = get_args(PackingPolicy)
+
+#: The allocation objective (the value table's formula, :mod:`lyra_solver.objectives`); the first is the default,
+#: Lyra's JCT reduction.
+Objective = Literal["jct-reduction", "pollux", "srpt", "hesrpt"]
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
 
 # --------------------------------------------------------------------------------------------- reports
 #: Solve statuses as written in answers and decision summaries.

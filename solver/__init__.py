@@ -15,6 +15,7 @@ from lyra_solver.check import Violation, check_decision, check_decision_text, fo
 from lyra_solver.errors import InputError
 from lyra_solver.formulations.vocabulary import (
     ALLOCATIONS,
+    OBJECTIVES,
     PACKINGS,
     PLACEMENTS,
     QUEUE_ORDERS,
@@ -48,7 +49,7 @@ from lyra_solver.validate import validate_snapshot
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
-    "ALLOCATIONS", "FORMAT_VERSION", "PACKINGS", "PLACEMENTS", "QUEUE_ORDERS", "RECLAIMS", "SERVER_POOLS",
+    "ALLOCATIONS", "FORMAT_VERSION", "OBJECTIVES", "PACKINGS", "PLACEMENTS", "QUEUE_ORDERS", "RECLAIMS", "SERVER_POOLS",
     "SERVER_STATES", "Decision", "Inference", "InputError", "Job", "JobDecision", "Options", "PackingGroup",
     "PackingProfile", "PowerThroughput", "ProfileThroughput", "Server", "ServerDecision", "Snapshot", "Summary",
     "TableThroughput", "Throughput", "Violation", "apply_decision", "canonical", "check_decision",

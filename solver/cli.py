@@ -18,6 +18,7 @@ from lyra_solver.errors import InputError, escape
 from lyra_solver.formulations.vocabulary import (
     ALLOCATIONS,
     MCKP_METHODS,
+    OBJECTIVES,
     PACKING_POLICIES,
     PACKINGS,
     PLACEMENTS,
@@ -191,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: options.packing, else off)")
     d.add_argument("--packing-policy", choices=PACKING_POLICIES,
                    help="objective of packing (default: options.packing_policy, else jct)")
+    d.add_argument("--objective", choices=OBJECTIVES,
+                   help="the allocation's value table (default: options.objective, else jct-reduction, Lyra's; "
+                        "see lyra_solver.objectives)")
     d.add_argument("--time-limit", type=_positive_float, metavar="S",
                    help="seconds for the exact steps of the round together (default: options.time_limit, else 1.0)")
     d.add_argument("--format", choices=FORMATS, default="json",

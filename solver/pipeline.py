@@ -46,6 +46,7 @@ from lyra_solver.formulations.reclaim import ReclaimProblem
 from lyra_solver.formulations.vocabulary import (
     ALLOCATION_METHOD,
     ALLOCATIONS,
+    OBJECTIVES,
     PACKING_POLICIES,
     PACKINGS,
     PLACEMENTS,
@@ -68,7 +69,16 @@ from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.packing import pack_step
 from lyra_solver.types import Decision, JobDecision, PackingGroup, ServerDecision, Snapshot, Summary
 from lyra_solver.validate import check_keep_packing, validate_snapshot
-from lyra_solver.values import BACKENDS, TIME_CAP, JobOptions, ValueTable, lp_bound, option_grid, value_table
+from lyra_solver.values import (
+    BACKENDS,
+    TIME_CAP,
+    JobOptions,
+    ValueTable,
+    lp_bound,
+    option_grid,
+    option_value,
+    value_table,
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +100,7 @@ class Settings:
     deterministic: bool = False
     #: ``time.perf_counter()`` by which the round's exact steps stop (wall clock; not used when deterministic)
     deadline: float = math.inf
+    objective: str = "jct-reduction"  # the value table's formula (lyra_solver.objectives)
 
     def left(self) -> float:
         """Seconds an exact step may use now: what is left of the round's ``time_limit`` (at least 1 ms)."""
@@ -101,7 +112,7 @@ class Settings:
 #: Each option of :func:`decide` and the vocabulary it takes its value from.
 OPTION_VALUES: dict[str, tuple[str, ...]] = {
     "queue": QUEUE_ORDERS, "allocation": ALLOCATIONS, "reclaim": RECLAIMS, "placement": PLACEMENTS,
-    "packing": PACKINGS, "packing_policy": PACKING_POLICIES,
+    "packing": PACKINGS, "packing_policy": PACKING_POLICIES, "objective": OBJECTIVES,
 }
 
 
@@ -517,7 +528,9 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
                                      np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
-    table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend)
+    ages = [snap.now - snap.jobs[j].submit_time for j in jobs]
+    table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend, objective=settings.objective,
+                        ages=ages)
     elastic = np.flatnonzero(table.sizes > 1)
     targets = table.min_workers.copy()
     if elastic.size == 0:
@@ -536,7 +549,10 @@ def scale_step(cl: Cluster, adm: Admitted, rec: Reclaimed, borrowed: tuple[int, 
     targets[elastic] = np.clip(base + choice * step, table.min_workers[elastic],
                                np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size))
     report = StepReport.of(res, method=f"mckp-{res.method}")
-    if thinned:  # zoom in on the thinned rows, then bound and gap against EVERY option by the LP bound
+    if thinned and settings.objective != OBJECTIVES[0]:  # the LP bound is Lyra's value's: no proven bound here
+        value = _true_value(opts, table, elastic.tolist(), targets[elastic], cl.server_gpus)
+        report = StepReport(f"mckp-{res.method}-thinned", "feasible", value, None, None)
+    elif thinned:  # zoom in on the thinned rows, then bound and gap against EVERY option by the LP bound
         chosen, value = _refine(opts, table, elastic, capacity, targets[elastic], cl.server_gpus, settings, method)
         targets[elastic] = chosen
         report = _thinned_report(res, value, opts, table, elastic, capacity, cl.server_gpus, settings)
@@ -560,6 +576,9 @@ def _true_value(opts: list[JobOptions], table: ValueTable, rows: list[int], work
         k = (w - int(base[r])) // int(step[r])
         if 0 <= k < sizes[r] and int(table.weights[i, k]) == o.gpus_per_worker * (w - o.min_workers):
             total += float(table.values[i, k])
+            continue
+        if table.objective != OBJECTIVES[0]:
+            total += option_value(table, i, o, w, server_gpus=server_gpus)
             continue
         rate = rate_one(o.throughput, w, gpus_per_worker=o.gpus_per_worker, server_gpus=server_gpus)
         restart = o.restart_penalty if o.current_workers > 0 and w != o.current_workers else 0.0
@@ -764,7 +783,7 @@ def settings_of(snap: Snapshot, **overrides) -> Settings:
     """
     o = snap.options
     base = dict(queue=o.queue, allocation=o.allocation, reclaim=o.reclaim, placement=o.placement,
-                packing=o.packing, time_limit=o.time_limit, packing_policy=o.packing_policy)
+                packing=o.packing, time_limit=o.time_limit, packing_policy=o.packing_policy, objective=o.objective)
     for name, value in overrides.items():
         if value is None:
             continue
@@ -807,7 +826,7 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
            reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
            time_limit: float | None = None, timings: bool = False, backend: str = "auto",
            deterministic: bool = False, packing_policy: str | None = None,
-           keep_packing: Sequence[PackingGroup] = ()) -> Decision:
+           keep_packing: Sequence[PackingGroup] = (), objective: str | None = None) -> Decision:
     """One scheduling round: the decision for ``snapshot``.
 
     The snapshot is validated first (:func:`lyra_solver.validate.validate_snapshot`: free for one that
@@ -820,6 +839,9 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     (the previous decision's ``packing``, from Python only: PackingGroups or dicts in their JSON format, checked
     by :func:`lyra_solver.validate.check_keep_packing`): a packing guest that may share the same host GPUs
     again keeps them instead of being re-paired, which would restart it (:func:`lyra_solver.packing.pack_step`).
+    ``objective`` (default ``options.objective``, else ``jct-reduction``) is the allocation's value table, one of
+    :data:`lyra_solver.OBJECTIVES` (:mod:`lyra_solver.objectives`); ``summary.jct_reduction``, ``bound`` and
+    ``optimality_gap`` are then in that objective's units.
 
     Raises
     ------
@@ -858,7 +880,7 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     keep_packing = check_keep_packing(keep_packing)
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
                            placement=placement, packing=packing, time_limit=time_limit, backend=backend,
-                           packing_policy=packing_policy)
+                           packing_policy=packing_policy, objective=objective)
     # the exact steps share the round's time limit (each gets what is left), or use deterministic limits
     settings = dataclasses.replace(settings, deterministic=bool(deterministic), deadline=t0 + settings.time_limit)
     cl = Cluster.of(snapshot)
@@ -898,11 +920,17 @@ def _times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:
     return dict(zip(jobs, t.tolist(), strict=True))
 
 
-def _value_of(cl: Cluster, rec: Reclaimed, adm: Admitted, j: int, w: int) -> float:
+def _value_of(cl: Cluster, rec: Reclaimed, adm: Admitted, j: int, w: int, table: ValueTable, row: int) -> float:
     """Value of job ``j`` at ``w`` workers computed as the value table does, for a ``w`` off a thinned row."""
     from lyra_solver.throughput import rate_one
 
     job = cl.snap.jobs[j]
+    if table.objective != OBJECTIVES[0]:
+        c = 0 if j in adm.admitted else sum(adm.placement[j].values())
+        untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
+        opts = JobOptions(job.throughput, job.min_workers, job.max_workers, job.remaining_work,
+                          job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0)
+        return option_value(table, row, opts, w, server_gpus=cl.server_gpus)
 
     def t(n: int) -> float:
         r = rate_one(job.throughput, n, gpus_per_worker=job.gpus_per_worker, server_gpus=cl.server_gpus)
@@ -935,7 +963,7 @@ def _decision(cl: Cluster, rec: Reclaimed, borrowed, adm: Admitted, sc: Scaled, 
     gpw = np.fromiter((snap.jobs[sc.jobs[i]].gpus_per_worker for i in rows), np.int64, len(rows))
     on_grid = (k < sc.table.sizes[rows]) & (sc.table.weights[rows, kk] == gpw * k)  # False only in thinned rows
     gathered = sc.table.values[rows, kk].tolist()
-    values = iter(v if ok else _value_of(cl, rec, adm, sc.jobs[i], int(w))
+    values = iter(v if ok else _value_of(cl, rec, adm, sc.jobs[i], int(w), sc.table, i)
                   for v, ok, i, w in zip(gathered, on_grid.tolist(), rows, workers.tolist(), strict=True))
     for j, job in enumerate(snap.jobs):
         p = pl.placement[j]

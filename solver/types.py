@@ -16,6 +16,7 @@ from lyra_solver.formulations.mckp import METHODS as MCKP_METHODS
 from lyra_solver.formulations.vocabulary import (
     SERVER_STATES,
     Allocation,
+    Objective,
     Packing,
     PackingPolicy,
     PlacementOption,
@@ -266,6 +267,7 @@ class Options(_Canonical):
     pair_speed: dict[str, Annotated[list[Annotated[float, Meta(gt=0, le=1)]], Meta(min_length=2, max_length=2)]] \
         | None = None  # "appA|appB" -> [speed of A, speed of B] when they share GPUs
     packing_seed: NonNegInt = 0  # seed of the random packing baseline
+    objective: Objective = "jct-reduction"  # the allocation's value table (lyra_solver.objectives)
 
 
 class Snapshot(_Canonical, weakref=True):

@@ -1,9 +1,12 @@
-"""The value table: JCT reduction of every option of every job (DESIGN "Value table").
+"""The value table: the objective's value of every option of every job (DESIGN "Value table", "Objectives").
 
-For job ``j`` and option ``w`` in ``[min_j, max_j]``::
+For job ``j`` and option ``w`` in ``[min_j, max_j]``, with the default objective ``jct-reduction`` (Lyra's)::
 
     V_j(w) = T_j(min_j) - T_j(w) - restart_penalty_j * [running_j and w != current_j]
     weight_j(w) = gpus_per_worker_j * (w - min_j),     T_j(w) = remaining_work_j / rate_j(w)
+
+``objective=`` picks another formula of :mod:`lyra_solver.objectives` (``pollux``, ``srpt``, ``hesrpt``): the
+same times ``T_j(w)``, weights and padding, another ``V``.
 
 All jobs x all options is one padded ``(J, M)`` array, ``M = max_j (max_j - min_j + 1)``, padding masked
 (``sizes[j]`` options valid in row ``j``). :func:`value_table` computes it vectorised with numpy, one pass per
@@ -24,6 +27,7 @@ from functools import cache
 from typing import NamedTuple
 
 import numpy as np
+from lyra_solver.objectives import check_objective, horizons, objective_values, prepare, value_scalar
 from lyra_solver.throughput import _profiles, rate_one, servers_spanned
 from lyra_solver.types import PowerThroughput, ProfileThroughput, TableThroughput
 
@@ -48,7 +52,9 @@ class ValueTable:
     """Padded tables: ``values[j, k]`` and ``weights[j, k]`` for option ``w = min_j + k``, ``k < sizes[j]``.
 
     ``times[j, k]`` is the remaining time ``T_j(min_j + k)``. Padding holds ``-inf`` values and the row's last
-    weight (so rows stay non-decreasing).
+    weight (so rows stay non-decreasing). ``objective`` is the formula of ``values``; ``ages`` and
+    ``job_weights`` its per-job inputs (None for ``jct-reduction``), kept so that an option off the table's grid
+    can be valued the same way (:func:`option_value`).
     """
 
     values: np.ndarray
@@ -56,10 +62,25 @@ class ValueTable:
     times: np.ndarray
     sizes: np.ndarray
     min_workers: np.ndarray
+    objective: str = "jct-reduction"
+    ages: np.ndarray | None = None
+    job_weights: np.ndarray | None = None
 
     @property
     def n_jobs(self) -> int:
         return int(self.sizes.shape[0])
+
+
+def option_value(table: ValueTable, row: int, job: JobOptions, w: int, *, server_gpus: int = 8) -> float:
+    """The value of ``w`` workers for the job of ``table``'s row ``row`` (``job`` its options), by the table's
+    objective, whether or not ``w`` is on the row's grid: ``T(min)`` from the table, ``T(w)`` by one scalar rate
+    evaluation. O(1)."""
+    r = rate_one(job.throughput, w, gpus_per_worker=job.gpus_per_worker, server_gpus=server_gpus)
+    t = min(job.remaining_work / r, TIME_CAP)
+    restart = job.current_workers > 0 and w != job.current_workers
+    age = 0.0 if table.ages is None else float(table.ages[row])
+    weight = 1.0 if table.job_weights is None else float(table.job_weights[row])
+    return value_scalar(table.objective, t, float(table.times[row, 0]), restart, job.restart_penalty, age, weight)
 
 
 #: The backends :func:`value_table` accepts.
@@ -110,8 +131,9 @@ def resolve_backend(backend: str, cells: int) -> str:
     return backend
 
 
-def value_table(jobs: Sequence[JobOptions], *, server_gpus: int = 8, backend: str = "auto") -> ValueTable:
-    """JCT-reduction values of all jobs x all options in one vectorised pass.
+def value_table(jobs: Sequence[JobOptions], *, server_gpus: int = 8, backend: str = "auto",
+                objective: str = "jct-reduction", ages: Sequence[float] | None = None) -> ValueTable:
+    """The values of all jobs x all options in one vectorised pass.
 
     Parameters
     ----------
@@ -121,6 +143,11 @@ def value_table(jobs: Sequence[JobOptions], *, server_gpus: int = 8, backend: st
     backend : {"auto", "numpy", "torch", "cupy"}
         See :func:`resolve_backend`. torch and cupy give the numpy numbers within
         :data:`lyra_solver.values_gpu.RTOL` (float64: ``1e-9`` of ``|T(min)| + |T(w)| + penalty``).
+    objective : str
+        One of :data:`lyra_solver.objectives.OBJECTIVES` (default ``jct-reduction``, Lyra's value).
+    ages : sequence of float, optional
+        Seconds since each job's submission (``now - submit_time``): the restart horizon of every objective but
+        ``jct-reduction`` (:func:`lyra_solver.objectives.horizons`); 0 (the shortest horizon) when not given.
 
     Returns
     -------
@@ -130,6 +157,25 @@ def value_table(jobs: Sequence[JobOptions], *, server_gpus: int = 8, backend: st
     -----
     Running time O(J * M) array work plus O(J) Python for table throughputs (one ``interp`` each).
     """
+    check_objective(objective)
+    extra = None
+    if objective != "jct-reduction":
+        extra = (_ages(ages, len(jobs)), prepare(jobs, objective, server_gpus=server_gpus))
+    return _dispatch(jobs, server_gpus, backend, objective, extra)
+
+
+def _ages(ages: Sequence[float] | None, n: int) -> np.ndarray:
+    if ages is None:
+        return np.zeros(n)
+    a = np.asarray(ages, np.float64).reshape(-1)
+    if a.shape[0] != n:
+        raise ValueError(f"ages: expected {n} values (one per job), got {a.shape[0]}")
+    return a
+
+
+def _dispatch(jobs: Sequence[JobOptions], server_gpus: int, backend: str, objective: str,
+              extra: tuple[np.ndarray, np.ndarray] | None) -> ValueTable:
+    """The table on the backend ``backend`` picks; ``extra`` = (ages, weights) of an objective but Lyra's."""
     n = len(jobs)
     cells = n * max((j.max_workers - j.min_workers + 1 for j in jobs), default=1)
     # a thinned grid (step > 1, the pipeline's size limit) is numpy's: the device kernels take whole rows
@@ -137,20 +183,25 @@ def value_table(jobs: Sequence[JobOptions], *, server_gpus: int = 8, backend: st
     if chosen != "numpy" and n:
         from lyra_solver.values_gpu import value_table_gpu
 
-        return value_table_gpu(jobs, server_gpus=server_gpus, backend=chosen)
-    return _value_table_numpy(jobs, server_gpus)
+        return value_table_gpu(jobs, server_gpus=server_gpus, backend=chosen, objective=objective,
+                               ages=None if extra is None else extra[0])
+    return _value_table_numpy(jobs, server_gpus, objective, extra)
 
 
 def value_tables(batches: Sequence[Sequence[JobOptions]], *, server_gpus: int = 8,
-                 backend: str = "auto") -> list[ValueTable]:
+                 backend: str = "auto", objective: str = "jct-reduction",
+                 ages: Sequence[Sequence[float] | None] | None = None) -> list[ValueTable]:
     """The tables of many job sets (snapshots, what-if variants) in one pass: one launch on a GPU.
 
     Parameters
     ----------
     batches : sequence of sequences of JobOptions
         Each may be empty.
-    server_gpus, backend
-        As :func:`value_table` (``auto`` counts the cells of all batches together).
+    server_gpus, backend, objective
+        As :func:`value_table` (``auto`` counts the cells of all batches together; an objective with per-job
+        weights computes them per batch).
+    ages : sequence of (sequence of float or None), optional
+        Per batch, as :func:`value_table`'s ``ages``.
 
     Returns
     -------
@@ -161,8 +212,14 @@ def value_tables(batches: Sequence[Sequence[JobOptions]], *, server_gpus: int = 
     -----
     Running time that of one table of all the jobs (O(sum J_b * max M_b)), then one row slice per batch.
     """
+    check_objective(objective)
     flat = [j for b in batches for j in b]
-    whole = value_table(flat, server_gpus=server_gpus, backend=backend) if flat else None
+    extra = None
+    if objective != "jct-reduction" and flat:
+        per = [None] * len(batches) if ages is None else list(ages)
+        extra = (np.concatenate([_ages(a, len(b)) for a, b in zip(per, batches, strict=True)]),
+                 np.concatenate([prepare(b, objective, server_gpus=server_gpus) for b in batches]))
+    whole = _dispatch(flat, server_gpus, backend, objective, extra) if flat else None
     out, start = [], 0
     for b in batches:
         n = len(b)
@@ -174,12 +231,15 @@ def value_tables(batches: Sequence[Sequence[JobOptions]], *, server_gpus: int = 
         m = int(whole.sizes[rows].max())
         out.append(ValueTable(values=whole.values[rows, :m].copy(), weights=whole.weights[rows, :m].copy(),
                               times=whole.times[rows, :m].copy(), sizes=whole.sizes[rows].copy(),
-                              min_workers=whole.min_workers[rows].copy()))
+                              min_workers=whole.min_workers[rows].copy(), objective=objective,
+                              ages=None if whole.ages is None else whole.ages[rows].copy(),
+                              job_weights=None if whole.job_weights is None else whole.job_weights[rows].copy()))
         start += n
     return out
 
 
-def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int) -> ValueTable:
+def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: str = "jct-reduction",
+                       extra: tuple[np.ndarray, np.ndarray] | None = None) -> ValueTable:
     """The numpy reference of :func:`value_table`."""
     n = len(jobs)
     mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
@@ -223,10 +283,16 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int) -> ValueTab
     with np.errstate(over="ignore", divide="ignore"):  # huge work over a tiny rate: inf, capped just below
         times = np.minimum(work[:, None] / rate, TIME_CAP)
     restart = (cur[:, None] > 0) & (w != cur[:, None])
-    values = times[:, :1] - times - pen[:, None] * restart
+    if objective == "jct-reduction":  # Lyra's value, computed as before (the same bytes)
+        values = times[:, :1] - times - pen[:, None] * restart
+    else:
+        age, wt = extra if extra is not None else (np.zeros(n), np.ones(n))
+        values = objective_values(np, objective, times, times[:, :1], restart, pen[:, None],
+                                  horizons(age)[:, None], wt[:, None])
     values = np.where(mask, values, -np.inf)
     weights = gpw[:, None] * (w - mins[:, None])
-    return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins)
+    return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins, objective=objective,
+                      ages=None if extra is None else extra[0], job_weights=None if extra is None else extra[1])
 
 
 def option_grid(jobs: list[JobOptions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -256,18 +322,20 @@ TIME_CAP = 1e15
 _KIND = {PowerThroughput: 0, TableThroughput: 1, ProfileThroughput: 2}
 
 
-def value_table_scalar(jobs: list[JobOptions], *, server_gpus: int = 8) -> list[list[tuple[int, float]]]:
+def value_table_scalar(jobs: list[JobOptions], *, server_gpus: int = 8, objective: str = "jct-reduction",
+                       ages: Sequence[float] | None = None) -> list[list[tuple[int, float]]]:
     """Reference: ``[(weight, value) for each option]`` per job, one scalar evaluation at a time."""
     out = []
-    for j in jobs:
+    age = _ages(ages, len(jobs)).tolist()
+    weight = prepare(jobs, check_objective(objective), server_gpus=server_gpus).tolist()
+    for i, j in enumerate(jobs):
         def t(w: int, j=j) -> float:
             r = rate_one(j.throughput, w, gpus_per_worker=j.gpus_per_worker, server_gpus=server_gpus)
             return min(j.remaining_work / r, TIME_CAP)
         row = []
         for w in range(j.min_workers, j.max_workers + 1):
-            v = t(j.min_workers) - t(w)
-            if j.current_workers > 0 and w != j.current_workers:
-                v -= j.restart_penalty
+            restart = j.current_workers > 0 and w != j.current_workers
+            v = value_scalar(objective, t(w), t(j.min_workers), restart, j.restart_penalty, age[i], weight[i])
             row.append((j.gpus_per_worker * (w - j.min_workers), v))
         out.append(row)
     return out

@@ -17,7 +17,11 @@ job's knots as ``(x, y, slope)`` rows of width ``K`` (``+inf`` past the job's la
          = y_s + slope_s * (w - x_s),  s = last knot with x_s <= w  (table; y_0 below x_0)
          = profile[model, min(w, 64) - 1, min(ceil(w / per_server), 16) - 1] * w   (profile)
     T    = min(work / rate, TIME_CAP)
-    V    = T(min) - T - penalty * [current > 0 and w != current]
+    V    = T(min) - T - penalty * [current > 0 and w != current]      (jct-reduction, the default)
+
+Another objective (``objective=``, :mod:`lyra_solver.objectives`) replaces the last line by its formula, the
+same function that the numpy reference calls, evaluated in ``xp``; its per-job inputs (the restart horizon
+and the objective's weight) are two more ``(J, 1)`` columns computed on the host.
 
 Backends
 --------
@@ -54,6 +58,7 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
+from lyra_solver.objectives import check_objective, horizons, objective_values, prepare
 from lyra_solver.throughput import _profiles
 from lyra_solver.types import PROFILE_MODELS, PowerThroughput, ProfileThroughput, TableThroughput
 from lyra_solver.values import TIME_CAP, JobOptions, ValueTable
@@ -224,7 +229,8 @@ def _profile_grid() -> np.ndarray:
     return np.stack(grids)
 
 
-def cells(xp, a: dict, width: int, n_knots: int, grid_shape: tuple[int, int], *, want_times: bool = True):
+def cells(xp, a: dict, width: int, n_knots: int, grid_shape: tuple[int, int], *, want_times: bool = True,
+          objective: str = "jct-reduction"):
     """The value table as one array expression in ``xp`` (numpy, cupy or torch).
 
     Parameters
@@ -243,6 +249,9 @@ def cells(xp, a: dict, width: int, n_knots: int, grid_shape: tuple[int, int], *,
     grid_shape : (int, int)
         Replicas and servers of the profile grid.
     want_times : bool
+    objective : str
+        One of :data:`lyra_solver.objectives.OBJECTIVES`; all but ``jct-reduction`` read the ``(J, 1)`` columns
+        ``horizon`` and ``weight`` of ``a`` (see :func:`device_inputs`).
 
     Returns
     -------
@@ -278,7 +287,10 @@ def cells(xp, a: dict, width: int, n_knots: int, grid_shape: tuple[int, int], *,
     t = time_at(w)
     t0 = time_at(a["min_workers"])
     restart = (a["current_workers"] > 0) & (w != a["current_workers"])
-    v = t0 - t - xp.where(restart, a["restart_penalty"], 0.0)
+    if objective == "jct-reduction":
+        v = t0 - t - xp.where(restart, a["restart_penalty"], 0.0)
+    else:
+        v = objective_values(xp, objective, t, t0, restart, a["restart_penalty"], a["horizon"], a["weight"])
     v = xp.where(valid, v, -np.inf)
     return v, (t if want_times else None)
 
@@ -325,14 +337,16 @@ def _compiled():
     return torch.compile(_torch_cells, dynamic=True)
 
 
-def _torch_cells(a: dict, width: int, n_knots: int, grid_shape: tuple[int, int], want_times: bool):
+def _torch_cells(a: dict, width: int, n_knots: int, grid_shape: tuple[int, int], want_times: bool,
+                 objective: str = "jct-reduction"):
     import torch
 
-    return cells(torch, a, width, n_knots, grid_shape, want_times=want_times)
+    return cells(torch, a, width, n_knots, grid_shape, want_times=want_times, objective=objective)
 
 
 def value_table_device(arrays: JobArrays, *, backend: str = "torch", device=None, dtype: str = "float64",
-                       fused: bool = False, want_times: bool = True, inputs: dict | None = None):
+                       fused: bool = False, want_times: bool = True, inputs: dict | None = None,
+                       objective: str = "jct-reduction", extra: tuple[np.ndarray, np.ndarray] | None = None):
     """Values (and times) of ``arrays`` as device arrays, without copying them back.
 
     Parameters
@@ -347,7 +361,12 @@ def value_table_device(arrays: JobArrays, *, backend: str = "torch", device=None
         torch only: run the torch.compile'd kernel (compiled once per process and shape class).
     want_times : bool
     inputs : dict, optional
-        Device inputs from :func:`device_inputs` (to time the kernel alone).
+        Device inputs from :func:`device_inputs` (to time the kernel alone; built with the same ``extra``).
+    objective : str
+        One of :data:`lyra_solver.objectives.OBJECTIVES`.
+    extra : (ages, weights), optional
+        Per job: seconds since submission and the objective's weight (:func:`lyra_solver.objectives.prepare`);
+        zeros and ones when not given. Read by every objective but ``jct-reduction``.
 
     Returns
     -------
@@ -358,23 +377,30 @@ def value_table_device(arrays: JobArrays, *, backend: str = "torch", device=None
         raise ValueError(f"dtype: expected one of {', '.join(RTOL)}, got {dtype!r}")
     if fused and backend != "torch":
         raise ValueError(f"fused: only the torch backend has a fused kernel (got backend {backend!r})")
-    a = inputs if inputs is not None else device_inputs(arrays, backend=backend, device=device, dtype=dtype)
+    check_objective(objective)
+    a = inputs if inputs is not None else device_inputs(arrays, backend=backend, device=device, dtype=dtype,
+                                                        extra=extra)
     m, k = arrays.width, arrays.knot_x.shape[1]
     if backend == "numpy":
-        return cells(np, a, m, k, _grid_shape(), want_times=want_times)
+        return cells(np, a, m, k, _grid_shape(), want_times=want_times, objective=objective)
     if backend == "torch":
         fn = _compiled() if fused else _torch_cells
-        return fn(a, m, k, _grid_shape(), want_times)
+        return fn(a, m, k, _grid_shape(), want_times, objective)
     if backend == "cupy":
         import cupy
 
-        return cells(cupy, a, m, k, _grid_shape(), want_times=want_times)
+        return cells(cupy, a, m, k, _grid_shape(), want_times=want_times, objective=objective)
     raise ValueError(f"backend: expected torch, cupy or numpy, got {backend!r}")
 
 
-def device_inputs(arrays: JobArrays, *, backend: str = "torch", device=None, dtype: str = "float64") -> dict:
-    """The kernel's inputs copied to the backend's device (host to device once)."""
+def device_inputs(arrays: JobArrays, *, backend: str = "torch", device=None, dtype: str = "float64",
+                  extra: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+    """The kernel's inputs copied to the backend's device (host to device once); ``extra`` as
+    :func:`value_table_device`'s (the restart horizons and weights, two more columns)."""
     host = _host_inputs(arrays, np.dtype(dtype))
+    ages, weights = extra if extra is not None else (np.zeros(arrays.n_jobs), np.ones(arrays.n_jobs))
+    host["horizon"] = horizons(ages).astype(dtype)[:, None]
+    host["weight"] = np.asarray(weights, np.float64).astype(dtype)[:, None]
     if backend == "numpy":
         return host
     if backend == "torch":
@@ -399,7 +425,8 @@ def to_numpy(x) -> np.ndarray:
 
 
 def value_table_gpu(jobs: Sequence[JobOptions] | JobArrays, *, server_gpus: int = 8, backend: str = "torch",
-                    device=None, fused: bool = False) -> ValueTable:
+                    device=None, fused: bool = False, objective: str = "jct-reduction",
+                    ages: Sequence[float] | None = None) -> ValueTable:
     """:func:`lyra_solver.values.value_table` on torch or cupy (float64), copied back as numpy arrays.
 
     Parameters
@@ -410,17 +437,30 @@ def value_table_gpu(jobs: Sequence[JobOptions] | JobArrays, *, server_gpus: int 
     backend : {"torch", "cupy"}
     device, fused
         See :func:`value_table_device`.
+    objective, ages
+        As :func:`lyra_solver.values.value_table` (the weights of ``hesrpt`` are computed here, on the host).
 
     Returns
     -------
     ValueTable
         Same layout and (within :data:`RTOL`) the same numbers as the numpy reference.
     """
+    check_objective(objective)
     arrays = jobs if isinstance(jobs, JobArrays) else pack_jobs(jobs, server_gpus=server_gpus)
     if arrays.n_jobs == 0:
         raise ValueError("jobs: empty (the numpy backend handles empty tables)")
-    values, times = value_table_device(arrays, backend=backend, device=device, dtype="float64", fused=fused)
-    return table_from(arrays, to_numpy(values), to_numpy(times))
+    extra = None
+    if objective != "jct-reduction":
+        opts = jobs if not isinstance(jobs, JobArrays) else jobs_of(arrays)
+        age = np.zeros(arrays.n_jobs) if ages is None else np.asarray(ages, np.float64)
+        extra = (age, prepare(opts, objective, server_gpus=arrays.server_gpus))
+    values, times = value_table_device(arrays, backend=backend, device=device, dtype="float64", fused=fused,
+                                       objective=objective, extra=extra)
+    table = table_from(arrays, to_numpy(values), to_numpy(times))
+    if extra is None:
+        return table
+    return ValueTable(table.values, table.weights, table.times, table.sizes, table.min_workers, objective=objective,
+                      ages=extra[0], job_weights=extra[1])
 
 
 def table_from(arrays: JobArrays, values: np.ndarray, times: np.ndarray) -> ValueTable:

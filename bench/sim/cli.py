@@ -91,6 +91,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     pol.add_argument("--policy", choices=names, help="one policy")
     pol.add_argument("--compare", nargs="+", choices=names, metavar="P",
                      help=f"several policies, ratios to the first baseline given ({', '.join(names)})")
+    c.add_argument("--objective", nargs="+", metavar="NAME",
+                   help="allocation objective(s) of every policy that allocates (elastic scaling): each such policy "
+                   "runs once per objective, as POLICY@NAME for all but the default jct-reduction (choices: "
+                   "lyra_solver.OBJECTIVES; default: jct-reduction)")
     c.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 of the mapping (default %(default)s)")
     c.add_argument("--seed", type=int, default=0, help="first seed (default %(default)s)")
     r = p.add_argument_group("running and output")
@@ -257,17 +261,59 @@ def _preset_config(args) -> dict:
     return dict(PRESETS[args.preset][1]) if getattr(args, "preset", None) else {}
 
 
-def run_one(trace, config, policy_name: str, seed: int, mapping: dict, progress: bool = False):
-    """One (policy, seed) run: summary dict, timing dict and the SimResult (picklable for worker processes)."""
-    from lyra_solver.bench.sim.engine import simulate
+def policy_of(label: str):
+    """The policy of a run's label: ``NAME`` (its own options) or ``NAME@OBJECTIVE`` (that allocation objective,
+    see ``--objective``). Raises :class:`InputError` for an unknown policy or objective."""
     from lyra_solver.bench.sim.policies import get_policy
+
+    name, _, objective = label.partition("@")
+    if not objective:
+        return get_policy(name)
+    _check_objectives([objective])
+    return get_policy(name, {"objective": objective})
+
+
+def allocates(name: str) -> bool:
+    """Whether the policy ``name`` allocates (scales elastic jobs), so that ``--objective`` applies to it."""
+    from lyra_solver.bench.sim.policies import get_policy
+
+    return get_policy(name).elastic
+
+
+def _check_objectives(names) -> None:
+    from lyra_solver import OBJECTIVES
+
+    for o in names:
+        if o not in OBJECTIVES:
+            _fail("--objective", f"unknown objective {o!r} (choose from {', '.join(OBJECTIVES)})")
+
+
+def _labels(policies: list[str], objectives: list[str] | None) -> list[str]:
+    """Run labels: each allocating policy once per objective (``POLICY@OBJECTIVE`` but for the default)."""
+    from lyra_solver import OBJECTIVES
+
+    if not objectives:
+        return policies
+    out = []
+    for p in policies:
+        if not allocates(p):
+            out.append(p)
+            continue
+        out += [p if o == OBJECTIVES[0] else f"{p}@{o}" for o in dict.fromkeys(objectives)]
+    return list(dict.fromkeys(out))
+
+
+def run_one(trace, config, policy_name: str, seed: int, mapping: dict, progress: bool = False):
+    """One (policy, seed) run: summary dict, timing dict and the SimResult (picklable for worker processes).
+    ``policy_name`` is a run label (:func:`policy_of`)."""
+    from lyra_solver.bench.sim.engine import simulate
     from lyra_solver.bench.sim.report import summarize, timing
     from lyra_solver.bench.sim.traces import map_jobs
 
     wall, cpu = time.perf_counter(), time.process_time()
     specs = map_jobs(trace, seed=seed, server_gpus=config.server_gpus, **mapping)
     bar = _bar(len(specs), f"{policy_name} seed {seed}") if progress else None
-    res = simulate(specs, get_policy(policy_name), config, progress=None if bar is None else bar.set)
+    res = simulate(specs, policy_of(policy_name), config, progress=None if bar is None else bar.set)
     if bar is not None:
         bar.close()
     times = {**timing(res), "run_wall_s": round(time.perf_counter() - wall, 3),
@@ -428,6 +474,11 @@ def run(args) -> int:
     policies = [args.policy] if args.policy else list(dict.fromkeys(args.compare))
     for p in policies:
         get_policy(p)  # unknown name or packing not available: exit 2 before any work
+    if args.objective:
+        _check_objectives(args.objective)
+        if not any(allocates(p) for p in policies):
+            _fail("--objective", "none of the policies allocates (elastic, lyra, lyra-exact, ... take an objective)")
+    policies = _labels(policies, args.objective)
     if args.address is not None and args.backend != "ray":
         _fail("--address", "only with --backend ray")
     if args.backend == "ray":
@@ -450,6 +501,9 @@ def run(args) -> int:
         _fail("--interval", str(err))
     wall = time.perf_counter() - t0
     summaries = {p: combine([results[(p, s, k)][0] for s, k in runs]) for p in policies}
+    for p in policies:  # the allocation objective of each policy that allocates
+        if allocates(p.partition("@")[0]):
+            summaries[p]["objective"] = policy_of(p).decide_options(1.0).objective
     timings = {p: [results[(p, s, k)][1] for s, k in runs] for p in policies}
     base = "baseline" if "baseline" in policies else policies[0]
     rat = ratios({p: [results[(p, s, k)][0] for s, k in runs] for p in policies})

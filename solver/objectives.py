@@ -1,0 +1,328 @@
+"""Allocation objectives: the value of each option of each job, one formula per objective (DESIGN "Objectives").
+
+Every objective is a **separable** value ``V_j(w)`` per job ``j`` and option ``w`` (workers), so the scale step's
+multiple-choice knapsack (``maximise sum_j V_j(w_j)`` subject to the GPUs) is solved unchanged by every MCKP
+method (core, dp, cpsat, highs, cbc exactly; greedy and hull as heuristics). The objectives differ in what a
+round's allocation is asked to buy:
+
+``jct-reduction`` (the default, Lyra's)
+    ``V = T(min) - T(w) - P [restart]``: the seconds one job saves if nothing else changes. Myopic: it favours
+    long jobs (their absolute saving is largest) and weighs a restart against the whole remaining time.
+``pollux``
+    The power mean with ``p = -1`` of the jobs' speedups (Pollux's cluster fitness), separable as
+    ``-sum_j 1 / speedup_j``: ``V = 1 - T(w) / (T(min) f)``, scale-free, so a long job and a short one are
+    treated alike.
+``srpt``
+    The rate at which jobs complete: ``V = H0 (f / T(w) - 1 / T(min))`` (``H0`` = 3,600 s: completions per
+    hour). With linear speedup every GPU goes to the job of least remaining time (SRPT); with concave speedup
+    the GPUs spread, more to the jobs with less work left.
+``hesrpt``
+    heSRPT's allocation as a knapsack: ``V = c_j (f T(min) / T(w) - 1)`` with rank weights ``c_j`` from the
+    jobs' order by remaining time, so that for speedup ``k ** p`` the optimum gives the job of rank ``i``
+    (``i = 1`` the longest of ``m``) the share ``(i/m) ** q - ((i-1)/m) ** q``, ``q = 1 / (1 - p)``.
+
+Restarts over a horizon (every objective but ``jct-reduction``): a rescaled job makes no progress for its
+restart penalty ``P``, so over the ``H`` seconds until its allocation next changes it keeps the fraction
+``f = H / (H + P)`` of the new option's rate (``f = 1`` for the current option and for jobs not running).
+The horizon is the job's age: ``H = now - submit_time`` (at least :data:`MIN_HORIZON`), as in Pollux, which
+expects a job that has run for ``H`` seconds to run about as long again; young jobs pay a restart dearly,
+old ones hardly. This is the hysteresis against churn: a rescale must gain more than the fraction it loses.
+
+Each formula is written in the subset of the array API that numpy, cupy and torch share (``where``, arithmetic),
+so :mod:`lyra_solver.values` (numpy, the reference) and :mod:`lyra_solver.values_gpu` (torch, cupy) evaluate
+the very same expression.
+
+References
+----------
+Li, J., et al. (2023). Lyra: Elastic scheduling for deep learning clusters. EuroSys '23 (the JCT-reduction
+value and the MCKP). Qiao, A., et al. (2021). Pollux: Co-adaptive cluster scheduling for goodput-optimized
+deep learning. OSDI '21 (the power mean of speedups, p = -1, and its restart factor). Berg, B., Dorsman,
+J.-P., Harchol-Balter, M. (2018). Towards optimality in parallel scheduling. POMACS 1(2) (malleable jobs with
+concave speedup: give more servers to the jobs with less work left). Berg, B., Vesilo, R., Harchol-Balter,
+M. (2019). heSRPT: Optimal parallel scheduling of jobs with known sizes. arXiv:1903.09346, and (2020) heSRPT:
+Parallel scheduling to minimize mean slowdown. Performance Evaluation 144 (the optimal shares for speedup
+``k ** p`` by rank).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from lyra_solver.formulations.vocabulary import OBJECTIVES as _VOCABULARY
+
+__all__ = ["MIN_HORIZON", "OBJECTIVES", "SRPT_SCALE", "check_objective", "fitted_exponent", "hesrpt",
+           "hesrpt_weights", "horizons", "jct_reduction", "objective_values", "pollux", "prepare", "srpt",
+           "useful_fraction", "value_scalar"]
+
+#: The allocation objectives, the default first (Lyra's, so that existing outputs keep their bytes); defined in
+#: :mod:`lyra_solver.formulations.vocabulary` with the other options' values.
+OBJECTIVES: tuple[str, ...] = _VOCABULARY
+
+#: Shortest restart horizon (seconds): a job just started weighs a restart over at least this long.
+MIN_HORIZON = 60.0
+
+#: Longest restart horizon (seconds): however old a job, its allocation is not expected to hold longer.
+MAX_HORIZON = float("inf")
+
+#: ``srpt`` values are completions per this many seconds (3,600: per hour), so that they are O(1) numbers.
+SRPT_SCALE = 3600.0
+
+#: Smallest useful fraction of a restarted option (Pollux floors speedups at 1e-3 likewise): keeps values finite.
+MIN_FRACTION = 1e-3
+
+_TIME_CAP = 1e15  # lyra_solver.values.TIME_CAP (values imports this module)
+
+#: Remaining times below this (seconds) count as this in the rate-based objectives (finite values for jobs
+#: with no work left).
+MIN_TIME = 1e-9
+
+
+def check_objective(name: str) -> str:
+    """``name`` if it is one of :data:`OBJECTIVES`.
+
+    Raises
+    ------
+    ValueError
+        ``"objective: expected one of jct-reduction, ..., got 'x'"``.
+    """
+    if not isinstance(name, str) or name not in OBJECTIVES:
+        raise ValueError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {name!r}")
+    return name
+
+
+def useful_fraction(xp, restart, penalty, horizon):
+    """``f = H / (H + P)`` where the option restarts the job, 1 elsewhere (at least :data:`MIN_FRACTION`).
+
+    Parameters
+    ----------
+    xp : module
+        numpy, cupy or torch.
+    restart : (J, M) bool array
+        Option ``w`` differs from the running job's current count.
+    penalty, horizon : (J, 1) float arrays
+        ``P`` (seconds without progress after a restart) and ``H`` (seconds until the next change).
+
+    Notes
+    -----
+    Over ``H + P`` seconds after a restart the job progresses for ``H``; assumes the allocation then holds for
+    ``H`` seconds. O(J M).
+    """
+    f = horizon / (horizon + penalty + 0.0 * horizon)
+    f = xp.where(f < MIN_FRACTION, MIN_FRACTION, f)
+    return xp.where(restart, f, 1.0 + 0.0 * f)
+
+
+def jct_reduction(xp, t, t0, restart, penalty, horizon=None, weight=None):
+    """Lyra's value: the seconds one job saves at ``w`` workers.
+
+    ``V_j(w) = T_j(min) - T_j(w) - P_j [running_j and w != current_j]``
+
+    Assumes nothing else changes until the job ends (its allocation, the others'), so a restart is weighed
+    against the whole remaining time. Non-decreasing in ``w`` wherever the rate is (restarts aside);
+    proportional to the remaining work. O(J M).
+
+    References
+    ----------
+    Li, J., et al. (2023). Lyra: Elastic scheduling for deep learning clusters. EuroSys '23, section 4.
+    """
+    return t0 - t - xp.where(restart, penalty, 0.0 * penalty)
+
+
+def pollux(xp, t, t0, restart, penalty, horizon, weight=None):
+    """Pollux's power mean of speedups with ``p = -1``, as a separable sum.
+
+    ``speedup_j(w) = f rate_j(w) / rate_j(min) = f T_j(min) / T_j(w)``; maximising the power mean
+    ``(sum_j speedup_j ** -1 / J) ** -1`` is minimising ``sum_j 1 / speedup_j``, so
+    ``V_j(w) = 1 - T_j(w) / (f T_j(min))`` (0 at ``min``, below 1).
+
+    Assumes the speedup relative to the job's smallest allocation measures its worth (Pollux measures it
+    against a fair share; both are per-job constants, so the argmax is the same up to that normalisation) and
+    that restarts cost the fraction ``1 - f`` of the rate (:func:`useful_fraction`; Pollux's own factor is
+    ``(age - restarts * delay) / (age + delay)``). Independent of the remaining work: long and short jobs alike.
+    O(J M).
+
+    References
+    ----------
+    Qiao, A., et al. (2021). Pollux: Co-adaptive cluster scheduling for goodput-optimized deep learning.
+    OSDI '21, section 4.2 (equation 13, p = -1).
+    """
+    f = useful_fraction(xp, restart, penalty, horizon)
+    return 1.0 - t / (_floor(xp, t0) * f)
+
+
+def srpt(xp, t, t0, restart, penalty, horizon, weight=None):
+    """Completion rate: the sum of the jobs' rates of progress through their remaining work.
+
+    ``V_j(w) = H0 (f / T_j(w) - 1 / T_j(min))`` with ``H0`` = :data:`SRPT_SCALE`.
+
+    ``1 / T_j(w) = rate_j(w) / remaining_work_j`` is the fraction of its remaining work a job does per second;
+    the marginal value of a GPU is ``(rate(w+1) - rate(w)) / remaining_work``, so at equal speedups the job
+    with least work left is served first, and with linear speedup all GPUs go to it: SRPT, optimal for mean
+    flow time of malleable jobs with linear speedup (Berg et al. 2018). With concave speedup the GPUs spread
+    in proportion to ``remaining_work ** (-1 / (1 - p))`` for ``rate = k ** p``. Assumes the allocation holds
+    for the horizon (restart factor ``f``). O(J M).
+
+    References
+    ----------
+    Berg, B., Dorsman, J.-P., Harchol-Balter, M. (2018). Towards optimality in parallel scheduling. POMACS 1(2).
+    Schrage, L. (1968). A proof of the optimality of the shortest remaining processing time discipline.
+    Operations Research 16(3).
+    """
+    f = useful_fraction(xp, restart, penalty, horizon)
+    return SRPT_SCALE * (f / _floor(xp, t) - 1.0 / _floor(xp, t0))
+
+
+def hesrpt(xp, t, t0, restart, penalty, horizon, weight):
+    """heSRPT's shares as a separable knapsack: weighted speedups with rank weights.
+
+    ``V_j(w) = c_j (f T_j(min) / T_j(w) - 1)``, ``c_j`` from :func:`hesrpt_weights`.
+
+    For speedup ``s(k) = k ** p`` the knapsack's optimum (real relaxation) gives job ``j`` a share proportional
+    to ``c_j ** q`` (``q = 1 / (1 - p)``, from ``c_j p k_j ** (p - 1) = lambda``), and the weights make that
+    share heSRPT's: the job of rank ``i`` among ``m`` (``i = 1`` the longest remaining) gets
+    ``(i/m) ** q - ((i-1)/m) ** q``, the allocation that minimises total flow time of ``m`` malleable jobs
+    with that speedup when no more arrive. Assumes a common exponent ``p`` (fitted per round) and the ranks by
+    remaining time at ``min`` workers. O(J M).
+
+    References
+    ----------
+    Berg, B., Vesilo, R., Harchol-Balter, M. (2019). heSRPT: Optimal parallel scheduling of jobs with known
+    sizes. arXiv:1903.09346 (the optimal shares by rank for total flow time); the same authors (2020), heSRPT:
+    Parallel scheduling to minimize mean slowdown, Performance Evaluation 144.
+    """
+    f = useful_fraction(xp, restart, penalty, horizon)
+    return weight * (f * t0 / _floor(xp, t) - 1.0)
+
+
+def hesrpt_weights(t_min: np.ndarray, exponent: float) -> np.ndarray:
+    """Rank weights ``c`` of :func:`hesrpt`: ``c_i = (i ** q - (i - 1) ** q) ** (1 / q) / m``.
+
+    Parameters
+    ----------
+    t_min : (J,) array
+        Remaining time of each job at its smallest option (the rank key: longest first, ties by position).
+    exponent : float
+        The speedup exponent ``p`` in (0, 1); ``q = 1 / (1 - p)``.
+
+    Returns
+    -------
+    (J,) array
+        Positive, larger for jobs with less time left (non-increasing in ``t_min``).
+
+    Notes
+    -----
+    O(J log J) (one sort).
+    """
+    m = int(t_min.shape[0])
+    if m == 0:
+        return np.zeros(0)
+    p = min(max(float(exponent), 0.05), 0.95)
+    q = 1.0 / (1.0 - p)
+    order = np.lexsort((np.arange(m), -np.asarray(t_min, np.float64)))  # longest first
+    i = np.arange(1, m + 1, dtype=np.float64)
+    c = (i ** q - (i - 1.0) ** q) ** (1.0 / q) / m
+    out = np.empty(m)
+    out[order] = c
+    return out
+
+
+def fitted_exponent(rate_min: np.ndarray, rate_max: np.ndarray, w_min: np.ndarray, w_max: np.ndarray) -> float:
+    """The common speedup exponent ``p`` of :func:`hesrpt`: the median over elastic jobs of
+    ``log(rate(max) / rate(min)) / log(max / min)``, 0.5 when no job is elastic. O(J log J)."""
+    el = (w_max > w_min) & (rate_min > 0) & (rate_max > 0)
+    if not el.any():
+        return 0.5
+    p = np.log(rate_max[el] / rate_min[el]) / np.log(w_max[el] / w_min[el])
+    return float(np.median(p))
+
+
+_FORMULAS = {"jct-reduction": jct_reduction, "pollux": pollux, "srpt": srpt, "hesrpt": hesrpt}
+
+
+def objective_values(xp, name: str, t, t0, restart, penalty, horizon, weight):
+    """The value table of objective ``name`` (one of :data:`OBJECTIVES`) from remaining times.
+
+    Parameters
+    ----------
+    xp : module
+        numpy, cupy or torch.
+    t : (J, M) array
+        ``T_j(w)`` of each option.
+    t0 : (J, 1) array
+        ``T_j(min_j)``.
+    restart : (J, M) bool array
+    penalty, horizon, weight : (J, 1) arrays
+        Restart penalty, restart horizon (:func:`horizons`), the objective's per-job weight (1 but for
+        ``hesrpt``).
+
+    Returns
+    -------
+    (J, M) array of values (padding is the caller's).
+    """
+    return _FORMULAS[check_objective(name)](xp, t, t0, restart, penalty, horizon, weight)
+
+
+def prepare(jobs: Sequence, objective: str, *, server_gpus: int = 8) -> np.ndarray:
+    """The objective's per-job weight: :func:`hesrpt_weights` for ``hesrpt``, ones for every other objective.
+
+    Parameters
+    ----------
+    jobs : sequence of :class:`lyra_solver.values.JobOptions`
+        The jobs of one table: ranks are among them.
+    objective : str
+    server_gpus : int
+
+    Returns
+    -------
+    (J,) float array
+
+    Notes
+    -----
+    O(J log J) for ``hesrpt`` (two rate evaluations per job and a sort), O(J) otherwise.
+    """
+    n = len(jobs)
+    if objective != "hesrpt" or n == 0:
+        return np.ones(n)
+    from lyra_solver.throughput import rate_one
+
+    def rate(j, w: int) -> float:
+        return rate_one(j.throughput, w, gpus_per_worker=j.gpus_per_worker, server_gpus=server_gpus)
+
+    r_min = np.array([rate(j, j.min_workers) for j in jobs])
+    r_max = np.array([rate(j, j.max_workers) for j in jobs])
+    w_min = np.array([j.min_workers for j in jobs], np.float64)
+    w_max = np.array([j.max_workers for j in jobs], np.float64)
+    work = np.array([j.remaining_work for j in jobs], np.float64)
+    with np.errstate(divide="ignore"):
+        t_min = np.minimum(work / r_min, _TIME_CAP)
+    return hesrpt_weights(t_min, fitted_exponent(r_min, r_max, w_min, w_max))
+
+
+def value_scalar(objective: str, t: float, t0: float, restart: bool, penalty: float, age: float,
+                 weight: float = 1.0) -> float:
+    """One entry of the table of ``objective``, in plain floats: the reference the array formulas are tested
+    against (written apart from them). ``t`` = ``T_j(w)``, ``t0`` = ``T_j(min)``, ``age`` the job's
+    seconds since submission, ``weight`` that of :func:`prepare`."""
+    check_objective(objective)
+    if objective == "jct-reduction":
+        return t0 - t - (penalty if restart else 0.0)
+    h = min(age if age > MIN_HORIZON else MIN_HORIZON, MAX_HORIZON)
+    f = max(h / (h + penalty), MIN_FRACTION) if restart else 1.0
+    t, t0 = max(t, MIN_TIME), max(t0, MIN_TIME)
+    if objective == "pollux":
+        return 1.0 - t / (t0 * f)
+    if objective == "srpt":
+        return SRPT_SCALE * (f / t - 1.0 / t0)
+    return weight * (f * t0 / t - 1.0)
+
+
+def horizons(ages: np.ndarray) -> np.ndarray:
+    """Restart horizon of each job: its age, at least :data:`MIN_HORIZON` seconds. O(J)."""
+    a = np.asarray(ages, np.float64)
+    a = np.where(np.isfinite(a) & (a > MIN_HORIZON), a, MIN_HORIZON)
+    return np.where(a > MAX_HORIZON, MAX_HORIZON, a)
+
+
+def _floor(xp, t):
+    return xp.where(t < MIN_TIME, MIN_TIME, t)
+

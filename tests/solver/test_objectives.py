@@ -1,0 +1,289 @@
+"""The allocation objectives (issue 25): each value table against its scalar reference and the array formula of
+the GPU module, the MCKP over each table exact = brute force and every heuristic <= the optimum, and the
+monotonicity each objective's theory promises (hypothesis)."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lyra_solver import OBJECTIVES
+from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+from lyra_solver.objectives import (
+    MIN_HORIZON,
+    check_objective,
+    fitted_exponent,
+    hesrpt_weights,
+    prepare,
+    value_scalar,
+)
+from lyra_solver.types import PowerThroughput, TableThroughput
+from lyra_solver.values import JobOptions, value_table, value_table_scalar
+from lyra_solver.values_gpu import pack_jobs, value_table_device
+
+EXACT = ("core", "dp", "cpsat", "highs")
+HEURISTIC = ("greedy", "hull")
+
+
+@st.composite
+def jobs_and_ages(draw, max_jobs: int = 6, max_width: int = 6):
+    n = draw(st.integers(1, max_jobs))
+    jobs, ages = [], []
+    for _ in range(n):
+        lo = draw(st.integers(1, 3))
+        hi = draw(st.integers(lo, lo + max_width - 1))
+        if draw(st.booleans()):
+            tp = PowerThroughput(rate_per_worker=draw(st.floats(0.1, 100.0)), exponent=draw(st.floats(0.1, 1.0)))
+        else:
+            pts = sorted({1, hi, *draw(st.lists(st.integers(1, hi), max_size=3))})
+            rates = draw(st.lists(st.floats(0.1, 100.0), min_size=len(pts), max_size=len(pts)))
+            tp = TableThroughput(workers=pts, rate=rates)
+        running = draw(st.booleans())
+        jobs.append(JobOptions(tp, lo, hi, draw(st.floats(1.0, 1e7)), draw(st.sampled_from([1, 2])),
+                               draw(st.integers(lo, hi)) if running else 0, draw(st.floats(0.0, 300.0))))
+        ages.append(draw(st.floats(0.0, 1e5)))
+    return jobs, ages
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@settings(max_examples=40, deadline=None)
+@given(case=jobs_and_ages())
+def test_table_matches_scalar_reference_and_array_formula(objective, case):
+    jobs, ages = case
+    table = value_table(jobs, objective=objective, ages=ages, backend="numpy")
+    ref = value_table_scalar(jobs, objective=objective, ages=ages)
+    formula, _ = value_table_device(pack_jobs(jobs), backend="numpy", objective=objective,
+                                    extra=(np.asarray(ages), prepare(jobs, objective)))
+    for j, row in enumerate(ref):
+        assert table.sizes[j] == len(row)
+        for k, (w, v) in enumerate(row):
+            assert table.weights[j, k] == w
+            scale = abs(table.times[j, 0]) + abs(table.times[j, k]) + jobs[j].restart_penalty + abs(v) + 1.0
+            assert abs(table.values[j, k] - v) <= 1e-9 * scale
+            assert abs(formula[j, k] - v) <= 1e-9 * scale
+        assert np.all(np.isneginf(table.values[j, len(row):]))
+
+
+def test_default_objective_is_lyras_value_bit_for_bit():
+    jobs = [JobOptions(PowerThroughput(rate_per_worker=10, exponent=0.7), 1, 5, 1e5, 1, 3, 30.0),
+            JobOptions(TableThroughput(workers=[1, 2, 4], rate=[1.0, 1.7, 2.9]), 2, 4, 1e3, 2, 0, 30.0)]
+    a = value_table(jobs)
+    b = value_table(jobs, objective="jct-reduction", ages=[1e4, 0.0])
+    assert OBJECTIVES[0] == "jct-reduction"
+    assert np.array_equal(a.values, b.values)
+    t = a.times
+    expect = t[:, :1] - t - 30.0 * np.array([[1, 1, 0, 1, 1], [0, 0, 0, 0, 0]])[:, : t.shape[1]]
+    assert np.array_equal(np.where(np.isfinite(a.values), a.values, 0.0),
+                          np.where(np.isfinite(a.values), expect, 0.0))
+
+
+def test_unknown_objective_names_the_allowed_values():
+    with pytest.raises(ValueError, match="objective: expected one of jct-reduction, pollux, srpt, hesrpt"):
+        check_objective("fastest")
+    with pytest.raises(ValueError, match="got 'SRPT'"):
+        value_table([], objective="SRPT")
+
+
+def _brute_force(weights, values, capacity):
+    best = None
+    for choice in itertools.product(*(range(len(w)) for w in weights)):
+        if sum(w[c] for w, c in zip(weights, choice, strict=True)) <= capacity:
+            v = sum(v[c] for v, c in zip(values, choice, strict=True))
+            best = v if best is None else max(best, v)
+    return best
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=jobs_and_ages(max_jobs=4, max_width=4), spare=st.integers(0, 8))
+def test_exact_equals_brute_force_and_heuristics_below(objective, case, spare):
+    jobs, ages = case
+    table = value_table(jobs, objective=objective, ages=ages, backend="numpy")
+    weights = [table.weights[j, : table.sizes[j]].tolist() for j in range(table.n_jobs)]
+    values = [table.values[j, : table.sizes[j]].tolist() for j in range(table.n_jobs)]
+    opt = _brute_force(weights, values, spare)
+    assert opt is not None  # the lightest options weigh 0
+    problem = MCKPProblem.from_padded(table.weights, np.where(np.isfinite(table.values), table.values, 0.0),
+                                      table.sizes, spare)
+    tol = 1e-7 * (1.0 + sum(max(abs(x) for x in row) for row in values))
+    for method in EXACT:
+        res = solve_mckp(problem, method=method, **({"num_workers": 1} if method == "cpsat" else {}))
+        picked = sum(values[j][c] for j, c in enumerate(res.choice))
+        assert sum(weights[j][c] for j, c in enumerate(res.choice)) <= spare, method
+        assert abs(picked - opt) <= tol, (method, picked, opt)
+    for method in HEURISTIC:
+        res = solve_mckp(problem, method=method)
+        picked = sum(values[j][c] for j, c in enumerate(res.choice))
+        assert sum(weights[j][c] for j, c in enumerate(res.choice)) <= spare, method
+        assert picked <= opt + tol, (method, picked, opt)
+
+
+# ------------------------------------------------------------------------------------- monotonicity (theory)
+powers = st.builds(PowerThroughput, rate_per_worker=st.floats(0.1, 100.0), exponent=st.floats(0.05, 1.0))
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@given(tp=powers, work=st.floats(1.0, 1e8), lo=st.integers(1, 4), width=st.integers(1, 12),
+       age=st.floats(0.0, 1e5))
+def test_more_workers_never_worth_less_without_restart(objective, tp, work, lo, width, age):
+    """A job that is not running (no restart) with a rate that grows in w: V(min) = 0, V non-decreasing."""
+    job = JobOptions(tp, lo, lo + width - 1, work)
+    v = value_table([job], objective=objective, ages=[age], backend="numpy").values[0, :width]
+    assert v[0] == 0.0
+    assert np.all(np.diff(v) >= -1e-12 * (1.0 + np.abs(v[1:])))
+
+
+@given(tp=powers, small=st.floats(1.0, 1e7), factor=st.floats(1.0, 100.0), width=st.integers(2, 12))
+def test_srpt_favours_less_work_left(tp, small, factor, width):
+    """srpt: the same job with less work left gains at least as much from every extra worker (SRPT)."""
+    jobs = [JobOptions(tp, 1, width, small), JobOptions(tp, 1, width, small * factor)]
+    v = value_table(jobs, objective="srpt", backend="numpy").values
+    assert np.all(v[0] >= v[1] - 1e-12 * (1.0 + np.abs(v[1])))
+    # ... and the marginal value of each step too
+    assert np.all(np.diff(v[0]) >= np.diff(v[1]) - 1e-12 * (1.0 + np.abs(v[1, 1:])))
+
+
+@given(tp=powers, work=st.floats(1.0, 1e7), factor=st.floats(1e-3, 1e3), width=st.integers(2, 12))
+def test_pollux_is_scale_free_and_jct_reduction_proportional(tp, work, factor, width):
+    """pollux values do not depend on the work left (speedups); Lyra's are proportional to it."""
+    jobs = [JobOptions(tp, 1, width, work), JobOptions(tp, 1, width, work * factor)]
+    p = value_table(jobs, objective="pollux", backend="numpy").values
+    assert np.allclose(p[0], p[1], rtol=1e-9, atol=1e-12)
+    assert np.all(p < 1.0)
+    j = value_table(jobs, objective="jct-reduction", backend="numpy").values
+    assert np.allclose(j[1], j[0] * factor, rtol=1e-9, atol=1e-9 * abs(j[0]).max())
+
+
+@pytest.mark.parametrize("objective", [o for o in OBJECTIVES if o != "jct-reduction"])
+@given(tp=powers, work=st.floats(1.0, 1e7), young=st.floats(0.0, 1e5), older=st.floats(0.0, 1e5),
+       penalty=st.floats(1.0, 600.0), width=st.integers(2, 8))
+def test_restart_weighs_less_on_older_jobs(objective, tp, work, young, older, penalty, width):
+    """Restarts over a horizon: an older job (longer horizon) loses less to a restart; the current option is
+    untouched, and every restarted option is worth no more than without the restart."""
+    young, older = min(young, older), max(young, older)
+    job = JobOptions(tp, 1, width, work, 1, 1, penalty)
+    free = value_table([job._replace(current_workers=0)], objective=objective, ages=[young]).values[0, :width]
+    a = value_table([job], objective=objective, ages=[young]).values[0, :width]
+    b = value_table([job], objective=objective, ages=[older]).values[0, :width]
+    tol = 1e-12 * (1.0 + np.abs(free))
+    assert a[0] == b[0] == free[0]  # the current count (1 worker) restarts nothing
+    assert np.all(b >= a - tol)
+    assert np.all(a <= free + tol)
+
+
+@given(t=st.lists(st.floats(1.0, 1e7), min_size=1, max_size=30), p=st.floats(0.05, 0.95))
+def test_hesrpt_weights_favour_shorter_jobs_and_give_hesrpt_shares(t, p):
+    t = np.asarray(t)
+    c = hesrpt_weights(t, p)
+    assert np.all(c > 0)
+    shorter = t[:, None] < t[None, :]
+    assert np.all(np.where(shorter, c[:, None] >= c[None, :], True))  # shorter time left: no smaller weight
+    # with speedup k ** p the knapsack's real optimum gives shares proportional to c ** q: heSRPT's
+    q = 1.0 / (1.0 - p)
+    share = c ** q / (c ** q).sum()
+    m = len(t)
+    i = np.arange(1, m + 1)
+    expect = (i / m) ** q - ((i - 1) / m) ** q  # rank 1 = the longest job
+    ranked = share[np.lexsort((np.arange(m), -t))]
+    assert np.allclose(ranked, expect, rtol=1e-9, atol=1e-12)
+
+
+def test_fitted_exponent_recovers_a_power_law():
+    w_min, w_max = np.array([1.0, 2.0, 1.0]), np.array([8.0, 16.0, 1.0])
+    r = lambda w: 3.0 * w ** 0.6  # noqa: E731
+    assert math.isclose(fitted_exponent(r(w_min), r(w_max), w_min, w_max), 0.6, rel_tol=1e-12)
+    assert fitted_exponent(np.ones(1), np.ones(1), np.ones(1), np.ones(1)) == 0.5  # nobody elastic
+
+
+def test_scalar_values_by_hand():
+    # pollux: 1 - T(w) / (f T(min)); srpt: 3600 (f / T(w) - 1 / T(min)); f = H / (H + P), H = max(age, 60)
+    assert value_scalar("pollux", 50.0, 100.0, False, 30.0, 0.0) == 0.5
+    f = MIN_HORIZON / (MIN_HORIZON + 30.0)
+    assert math.isclose(value_scalar("pollux", 50.0, 100.0, True, 30.0, 10.0), 1 - 0.5 / f)
+    assert math.isclose(value_scalar("srpt", 50.0, 100.0, True, 30.0, 940.0), 3600 * (940 / 970 / 50 - 1 / 100))
+    assert math.isclose(value_scalar("hesrpt", 50.0, 100.0, False, 30.0, 0.0, 0.25), 0.25)
+
+
+# ------------------------------------------------------------------------------------------ decide and the CLI
+def _snapshot(objective: str | None = None):
+    from lyra_solver import parse_snapshot
+
+    opts = {} if objective is None else {"options": {"objective": objective}}
+    import json
+
+    return parse_snapshot(json.dumps({
+        "format_version": 1, "now": 3600,
+        "servers": [{"id": "t0", "pool": "training", "gpus": 8}, {"id": "t1", "pool": "training", "gpus": 8}],
+        "jobs": [
+            {"id": "long", "min_workers": 1, "max_workers": 8, "remaining_work": 1e7, "submit_time": 0,
+             "throughput": {"kind": "power", "rate_per_worker": 100, "exponent": 0.9}, "placement": {"t0": 4},
+             "restart_penalty": 30},
+            {"id": "short", "min_workers": 1, "max_workers": 8, "remaining_work": 2e5, "submit_time": 3000,
+             "throughput": {"kind": "power", "rate_per_worker": 100, "exponent": 0.9}, "placement": {"t1": 4},
+             "restart_penalty": 30},
+            {"id": "new", "min_workers": 1, "max_workers": 4, "remaining_work": 5e5, "submit_time": 3500,
+             "throughput": {"kind": "table", "workers": [1, 4], "rate": [100, 350]}}],
+        **opts}).encode())
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("allocation", ["exact", "greedy", "hull"])
+def test_decide_with_each_objective_passes_the_checker(objective, allocation):
+    import json
+
+    from lyra_solver import check_decision, decide, encode
+
+    snap = _snapshot()
+    d = decide(snap, objective=objective, allocation=allocation)
+    assert check_decision(json.loads(encode(snap)), json.loads(encode(d))) == []
+    assert d == decide(_snapshot(objective), allocation=allocation)  # the option and the argument agree
+    if allocation == "exact":
+        assert d.summary.statuses["allocation"] == "optimal"
+
+
+def test_srpt_gives_the_short_job_more_than_lyras_value_does():
+    from lyra_solver import decide
+
+    lyra = decide(_snapshot(), objective="jct-reduction")
+    srpt = decide(_snapshot(), objective="srpt")
+    assert srpt.jobs["short"].workers > lyra.jobs["short"].workers
+    assert lyra.jobs["long"].workers > srpt.jobs["long"].workers
+
+
+def test_default_objective_keeps_the_bytes():
+    from lyra_solver import decide, encode
+
+    assert encode(decide(_snapshot())) == encode(decide(_snapshot("jct-reduction"))) == \
+        encode(decide(_snapshot(), objective="jct-reduction"))
+    assert b"objective" not in encode(_snapshot("jct-reduction"))  # the default option is not written
+
+
+def test_unknown_objective_is_an_input_error():
+    from lyra_solver import InputError, decide, parse_snapshot
+
+    with pytest.raises(InputError, match="objective.*expected one of jct-reduction, pollux, srpt, hesrpt"):
+        decide(_snapshot(), objective="fastest")
+    with pytest.raises(InputError, match=r"options\.objective"):
+        parse_snapshot(b'{"format_version": 1, "servers": [], "jobs": [], "options": {"objective": "x"}}')
+
+
+def test_cli_objective_flag(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from lyra_solver import encode
+
+    path = tmp_path / "snap.json"
+    path.write_bytes(encode(_snapshot()))
+    cmd = [sys.executable, "-m", "lyra_solver", "decide", str(path)]
+    ok = subprocess.run([*cmd, "--objective", "srpt"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["jobs"]["short"]["workers"] == 8
+    bad = subprocess.run([*cmd, "--objective", "fastest"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert len(bad.stderr.strip().splitlines()) == 1
+    assert "--objective" in bad.stderr and "jct-reduction" in bad.stderr and "hesrpt" in bad.stderr
