@@ -20,6 +20,7 @@ slice and seed for both policies) and summarised over the runs as a mean with a 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 import math
@@ -32,7 +33,7 @@ from lyra_solver.errors import InputError
 log = logging.getLogger(__name__)
 
 __all__ = ["METRICS", "SWEEP_PARAMETERS", "PointResult", "Sweep", "parse_sweep", "ratio_intervals", "run_sweep",
-           "sweep_table", "write_sweep"]
+           "scale_arrivals", "sweep_table", "write_sweep"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,23 @@ def parse_sweep(text: str) -> Sweep:
             raise InputError("--sweep", f"{name}: value {item!r} given twice")
         values.append(v)
     return Sweep(name, spec.dest, tuple(values))
+
+
+def scale_arrivals(trace: Sequence, factor: float) -> list:
+    """The trace at ``factor`` times its arrival rate (``--load-factor``): every submit time divided by ``factor``
+    (durations, sizes and the rows' seeds unchanged, so each row keeps its application, elasticity and profile).
+
+    Examples
+    --------
+    >>> from lyra_solver.bench.sim.traces import TraceJob
+    >>> [j.submit for j in scale_arrivals([TraceJob(2, 0.0, 1, 60.0, "a"), TraceJob(3, 600.0, 1, 60.0, "b")], 2.0)]
+    [0.0, 300.0]
+    """
+    if not (factor > 0 and math.isfinite(factor)):
+        raise ValueError(f"factor must be a positive finite number, got {factor}")
+    if factor == 1.0:
+        return list(trace)
+    return [dataclasses.replace(tj, submit=tj.submit / factor) for tj in trace]
 
 
 def _get(summary: Mapping, path: tuple[str, ...]):
