@@ -44,6 +44,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--packing-profile", action="append", default=[], metavar="APP=UTIL,MEM",
                    help="override an application's packing profile (gpu_util in (0, 1], gpu_mem_gb); repeatable; "
                    "used by policies with packing only (default: the table PACKING_PROFILES)")
+    m.add_argument("--packing-profiles", choices=["auto", "alibaba", "table"], default="auto",
+                   help="gpu_util of each job: drawn seeded from the fractional pods of Alibaba's GPU-sharing trace "
+                   "(alibaba/openb_pod_list_default.csv), or its application's in the table; auto: alibaba when "
+                   "the file is found (default %(default)s)")
+    m.add_argument("--deadline-factor", default="0.5,1.5", metavar="LO,HI",
+                   help="deadline = submit + lambda x duration, lambda uniform on [LO, HI] and seeded per job "
+                   "(ElasticFlow's generator; default %(default)s)")
+    m.add_argument("--load-factor", type=float, default=1.0,
+                   help="arrival rate times this factor: every submit time divided by it (default %(default)s)")
     c = p.add_argument_group("cluster and policies")
     c.add_argument("--training-servers", type=int, default=64, help="8-GPU training servers (default %(default)s)")
     c.add_argument("--inference-servers", type=int, default=32,
@@ -69,6 +78,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --backend ray: the Ray cluster's address (ray.init(address=...); default: a local Ray)")
     r.add_argument("--out", help="directory for summary.json, timings.json, jobs-POLICY.csv and plots")
     r.add_argument("--check", action="store_true", help="check every decision with the independent checker")
+    r.add_argument("--sweep", metavar="NAME=V1,V2,...",
+                   help="repeat the comparison at each value of training-servers, inference-servers, elastic-share "
+                   "or load-factor: sweep.json and sweep.png in --out (default: the current folder), each point's "
+                   "outputs in --out/NAME=V")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -96,10 +109,39 @@ def _validate(args) -> None:
     if args.restart_penalty < 0 or args.preemption_penalty < 0:
         _fail("--restart-penalty", "penalties must be non-negative")
     args.packing = _packing_profiles(args.packing_profile)
+    args.deadline_range = _deadline_factor(args.deadline_factor)
+    if not (args.load_factor > 0 and math.isfinite(args.load_factor)):
+        _fail("--load-factor", "must be a positive finite number")
     if args.limit is not None and args.limit < 1:
         _fail("--limit", "must be at least 1")
     if args.jobs < 0:
         _fail("--jobs", "must be non-negative")
+
+
+def _deadline_factor(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        lo, hi = (float(x) for x in parts) if len(parts) == 2 else (math.nan, math.nan)
+    except ValueError:
+        lo = hi = math.nan
+    if not 0 < lo <= hi < math.inf:
+        _fail("--deadline-factor", f"{text!r}: expected LO,HI with 0 < LO <= HI (finite)")
+    return (lo, hi)
+
+
+def _gpu_util_source(mode: str, policies) -> str | None:
+    """The openb pod list the packing policies draw ``gpu_util`` from, or None for the table."""
+    from lyra_solver.bench.sim.policies import get_policy
+
+    if mode == "table" or all(get_policy(p).packing == "off" for p in policies):
+        return None
+    path = _data_dir() / "alibaba" / "openb_pod_list_default.csv"
+    if not path.exists():
+        if mode == "alibaba":
+            _fail("--packing-profiles", f"alibaba: {path} not found")
+        log.warning("packing profiles: %s not found, using the table PACKING_PROFILES", path)
+        return None
+    return str(path)
 
 
 def _packing_profiles(items: list[str]) -> dict[str, tuple[float, float]]:
@@ -139,6 +181,7 @@ def _data_dir() -> Path:
 def _setup(args):
     """Trace, load curve and cluster config from the arguments (bad files: InputError naming file and line)."""
     from lyra_solver.bench.sim.engine import SimConfig
+    from lyra_solver.bench.sim.sweep import scale_arrivals
     from lyra_solver.bench.sim.traces import load_load_curve, load_philly, load_pollux_workload
 
     if args.pollux_workload is not None:
@@ -146,7 +189,7 @@ def _setup(args):
         path = _data_dir() / "pollux" / "workloads" / f"workload-{n}.csv"
         if not 1 <= n <= 8 or not path.exists():
             _fail("--pollux-workload", f"no workload {n} (1-8, in {path.parent})")
-        trace = load_pollux_workload(path)
+        trace = scale_arrivals(load_pollux_workload(path), args.load_factor)
         config = SimConfig(training_servers=16, inference_servers=0, server_gpus=4, interval=args.interval,
                            time_limit=args.time_limit, check=args.check, tiresias_threshold=args.tiresias_threshold,
                            tiresias_starve_limit=args.tiresias_starve_limit)
@@ -154,6 +197,7 @@ def _setup(args):
     trace = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster, limit=args.limit)
     if not trace:
         _fail("--trace", f"{args.trace}: no job left after the filters")
+    trace = scale_arrivals(trace, args.load_factor)
     load = load_load_curve(args.load, window=args.load_window) if args.load else None
     config = SimConfig(training_servers=args.training_servers, inference_servers=args.inference_servers,
                        interval=args.interval, load=load, time_limit=args.time_limit, check=args.check,
@@ -232,7 +276,6 @@ def _run_all(tasks, trace, config, mapping, args):
 
 def run(args) -> int:
     from lyra_solver.bench.sim.policies import get_policy
-    from lyra_solver.bench.sim.report import combine, markdown_table, write_outputs
 
     _validate(args)
     policies = [args.policy] if args.policy else list(dict.fromkeys(args.compare))
@@ -242,11 +285,51 @@ def run(args) -> int:
         _fail("--address", "only with --backend ray")
     if args.backend == "ray":
         _need_ray()
+    if args.sweep is None:
+        _compare(args, policies)
+        return 0
+    return _sweep(args, policies)
+
+
+def _sweep(args, policies) -> int:
+    """``--sweep``: the comparison at each point (a failing point is recorded and the others run), then
+    sweep.json, sweep.png and a table of the mean JCT ratios."""
+    from lyra_solver.bench.sim.sweep import parse_sweep, run_sweep, sweep_table, write_sweep
+
+    sweep = parse_sweep(args.sweep)
+    if args.trace is None:
+        _fail("--sweep", "needs --trace (a Pollux workload fixes its cluster)")
+    base = "baseline" if "baseline" in policies else policies[0]
+    refs = [base] + (["baseline-sjf"] if "baseline-sjf" in policies and base != "baseline-sjf" else [])
+    out = Path(args.out) if args.out else Path(".")
+    doc = run_sweep(args, sweep, lambda a: _compare(a, policies, heading=f"{sweep.name}={getattr(a, sweep.dest)}"),
+                    refs, out=out if args.out else None)
+    written = write_sweep(out, doc)
+    print(f"\n## sweep over {sweep.name}: mean JCT ratios (mean [95% interval] over the runs)\n")
+    print(sweep_table(doc))
+    print(f"\nwrote {', '.join(str(w) for w in written)}", file=sys.stderr)
+    if doc["failed"]:
+        print(f"sweep: {len(doc['failed'])} of {len(sweep.values)} points failed ("
+              + ", ".join(f"{sweep.name}={v}" for v in doc["failed"]) + "); the others are in sweep.json",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _compare(args, policies, heading: str | None = None):
+    """One comparison (every policy x seed) on the options of ``args``: prints the table, writes --out, returns
+    the :class:`~lyra_solver.bench.sim.sweep.PointResult`."""
+    from lyra_solver.bench.sim.report import combine, markdown_table, write_outputs
+    from lyra_solver.bench.sim.sweep import PointResult
+
     trace, config = _setup(args)
     mapping = {"elastic_share": args.elastic_share, "restart_penalty": args.restart_penalty,
-               "preemption_penalty": args.preemption_penalty}
+               "preemption_penalty": args.preemption_penalty, "deadline_factor": list(args.deadline_range)}
     if args.packing:
         mapping["packing"] = {k: list(v) for k, v in sorted(args.packing.items())}
+    source = _gpu_util_source(args.packing_profiles, policies)
+    if source is not None:
+        mapping["gpu_util_source"] = source
     seeds = list(range(args.seed, args.seed + args.seeds))
     tasks = [(p, s) for p in policies for s in seeds]
     t0 = time.perf_counter()
@@ -255,6 +338,8 @@ def run(args) -> int:
     summaries = {p: combine([results[(p, s)][0] for s in seeds]) for p in policies}
     timings = {p: [results[(p, s)][1] for s in seeds] for p in policies}
     base = "baseline" if "baseline" in policies else policies[0]
+    if heading:
+        print(f"\n## {heading}\n")
     print(markdown_table(summaries, timings, baseline=base))
     print(f"\n{len(trace)} jobs, {len(tasks)} runs, {wall:.1f} s wall "
           f"({datetime.now(UTC).strftime('%Y-%m-%d')})", file=sys.stderr)
@@ -264,9 +349,10 @@ def run(args) -> int:
                 "load": args.load, "load_window": args.load_window, "seeds": seeds,
                 "training_servers": config.training_servers, "inference_servers": config.inference_servers,
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
+                "load_factor": args.load_factor,
                 **({"tiresias_threshold": config.tiresias_threshold,
                     "tiresias_starve_limit": config.tiresias_starve_limit} if "tiresias" in policies else {}),
                 "baseline": base}
         first = {p: results[(p, seeds[0])][2] for p in policies}
         write_outputs(Path(args.out), summaries, timings, first, config, meta)
-    return 0
+    return PointResult(summaries=summaries, runs={p: [results[(p, s)][0] for s in seeds] for p in policies})
