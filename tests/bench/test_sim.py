@@ -336,7 +336,7 @@ def test_pollux_workload_loads():
 
 def test_policies_and_packing():
     assert set(POLICIES) == {"baseline", "baseline-sjf", "loan", "elastic", "lyra", "lyra-exact", "lyra-pack",
-                             "tiresias"}
+                             "tiresias", "lucid", "gimbal", "gimbal-deadline", "gimbal-makespan", "gimbal-exact"}
     with pytest.raises(InputError, match="unknown policy"):
         get_policy("nope")
     if packing_available():

@@ -162,3 +162,149 @@ def test_a_failing_point_keeps_the_others(tmp_path):
     assert not list(tmp_path.glob("*.tmp*"))
     table = sweep_table(doc)
     assert "| 8 | failed |" in table and "gimbal vs lucid" in table
+
+
+# ------------------------------------------------------------------------------------------ the policies
+PHILLY = shared_data("philly", "philly.csv")
+needs_data = pytest.mark.skipif(not PHILLY.exists() or not OPENB.exists(), reason="needs shared/data")
+
+
+@needs_data
+@pytest.mark.parametrize("policy", ["lucid", "gimbal", "gimbal-deadline", "gimbal-makespan", "gimbal-exact"])
+def test_packing_systems_pass_the_checker_conserve_work_and_report_deadlines(policy):
+    from collections import defaultdict
+
+    from lyra_solver.bench.sim import get_policy, load_philly, map_jobs
+    from lyra_solver.bench.sim.engine import SimConfig, simulate
+    from lyra_solver.bench.sim.report import summarize
+
+    specs = map_jobs(load_philly(PHILLY, start="2017-10-09 06:00", limit=40), seed=1, elastic_share=0.0,
+                     gpu_util_source=str(OPENB), deadline_factor=(0.5, 1.5))
+    assert len({s.gpu_util for s in specs}) > 6  # drawn per job, not one per application
+    cfg = SimConfig(training_servers=1, inference_servers=0, interval=300.0, check=True, record=True)
+    pol = get_policy(policy)
+    assert not pol.loan and not pol.elastic and pol.queue == "sjf"
+    res = simulate(specs, pol, cfg)  # check=True: every decision passes the independent checker
+    rows = {r["id"]: r for r in res.jobs}
+    assert all(r["end"] is not None for r in rows.values())
+    assert res.counters["packed"] > 0
+    done = defaultdict(float)
+    for jid, a, b, rate in res.segments:
+        done[jid] += rate * (b - a)
+    for s in specs:
+        assert done[s.id] == pytest.approx(s.work, rel=1e-9), s.id
+        assert rows[s.id]["met"] == (rows[s.id]["end"] <= s.deadline)
+    summary = summarize(res, cfg)
+    met = sum(rows[s.id]["end"] <= s.deadline for s in specs)
+    assert summary["deadline"] == {"jobs": len(specs), "met": met, "satisfaction": round(met / len(specs), 6)}
+    assert summary["makespan"] == pytest.approx(max(r["end"] for r in res.jobs) - min(s.submit for s in specs))
+
+
+@needs_data
+def test_lucid_pairs_stay_under_its_threshold_with_full_shares():
+    """Lucid packs a guest only when the two utilisations add to at most 1.0, and never tunes shares."""
+    from lyra_solver.bench.sim import get_policy, load_philly, map_jobs
+    from lyra_solver.bench.sim.engine import SimConfig, _Sim
+
+    specs = map_jobs(load_philly(PHILLY, start="2017-10-09 06:00", limit=40), seed=1, elastic_share=0.0,
+                     gpu_util_source=str(OPENB))
+    util = {s.id: s.gpu_util for s in specs}
+    seen = []
+    sim = _Sim(specs, get_policy("lucid"), SimConfig(training_servers=1, inference_servers=0, interval=300.0), None)
+    real = sim._round
+
+    def spy(t):
+        real(t)
+        seen.extend(sim.packing)
+
+    sim._round = spy
+    sim.run()
+    assert seen
+    for g in seen:
+        assert sum(util[j] for j in g.jobs) <= 1.0 + 1e-9
+        assert set(g.shares.values()) == {1.0}
+
+
+# ------------------------------------------------------------------------------------------ simulate --sweep
+def _cli(argv, capsys):
+    from lyra_solver.cli import main
+
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@needs_data
+def test_a_three_point_sweep_writes_sweep_json_with_three_points_and_a_plot(tmp_path, capsys):
+    argv = ["simulate", "--trace", str(PHILLY), "--start", "2017-10-09 06:00", "--limit", "30",
+            "--inference-servers", "0", "--interval", "300", "--compare", "lucid", "gimbal", "--check",
+            "--seeds", "2", "--jobs", "1", "--no-progress", "--sweep", "training-servers=1,2,3",
+            "--out", str(tmp_path)]
+    code, out, err = _cli(argv, capsys)
+    assert code == 0, err
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    assert doc["parameter"] == "training-servers" and doc["values"] == [1, 2, 3] and doc["failed"] == []
+    assert [p["value"] for p in doc["points"]] == [1, 2, 3] and len(doc["points"]) == 3
+    for p in doc["points"]:
+        assert p["status"] == "ok" and set(p["policies"]) == {"lucid", "gimbal"}
+        iv = p["ratios"]["lucid"]["gimbal"]["jct_mean"]
+        assert iv["n"] == 2 and iv["lo"] <= iv["mean"] <= iv["hi"]
+        summary = json.loads((tmp_path / f"training-servers={p['value']}" / "summary.json").read_text())
+        assert summary["meta"]["training_servers"] == p["value"]
+        assert summary["policies"]["gimbal"]["jct"]["mean"] == p["policies"]["gimbal"]["jct"]["mean"]
+    pytest.importorskip("matplotlib")
+    assert (tmp_path / "sweep.png").stat().st_size > 0
+    assert "gimbal vs lucid" in out
+
+
+@pytest.mark.parametrize(("flag", "message"), [
+    (["--sweep", "gpus=1,2"], "--sweep: unknown parameter 'gpus'"),
+    (["--sweep", "training-servers="], "--sweep: training-servers: empty value list"),
+    (["--sweep", "load-factor=1,-2"], "--sweep: load-factor: '-2' is not a positive finite number"),
+    (["--deadline-factor", "1.5,0.5"], "--deadline-factor: '1.5,0.5': expected LO,HI"),
+    (["--deadline-factor", "x"], "--deadline-factor"),
+    (["--load-factor", "0"], "--load-factor: must be a positive finite number"),
+])
+def test_bad_sweep_and_mapping_options_exit_2_naming_them(tmp_path, capsys, flag, message):
+    trace = tmp_path / "t.csv"
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,c\n")
+    code, out, err = _cli(["simulate", "--trace", str(trace), "--compare", "lucid", "gimbal", "--out",
+                           str(tmp_path / "o"), *flag], capsys)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+@needs_data
+def test_a_failing_sweep_point_is_reported_and_the_others_kept(tmp_path, capsys, monkeypatch):
+    import lyra_solver.bench.sim.cli as simcli
+
+    real = simcli._setup
+
+    def setup(args):
+        if args.training_servers == 2:
+            raise RuntimeError("point two broke")
+        return real(args)
+
+    monkeypatch.setattr(simcli, "_setup", setup)
+    argv = ["simulate", "--trace", str(PHILLY), "--start", "2017-10-09 06:00", "--limit", "20",
+            "--inference-servers", "0", "--interval", "300", "--compare", "baseline-sjf", "lucid", "--jobs", "1",
+            "--no-progress", "--sweep", "training-servers=1,2,3", "--out", str(tmp_path)]
+    code, out, err = _cli(argv, capsys)
+    assert code == 1 and "training-servers=2" in err and "1 of 3 points failed" in err
+    doc = json.loads((tmp_path / "sweep.json").read_text())
+    assert [p["status"] for p in doc["points"]] == ["ok", "failed", "ok"]
+    assert doc["points"][1]["error"] == "RuntimeError: point two broke"
+    assert not (tmp_path / "training-servers=2").exists() and (tmp_path / "training-servers=3").exists()
+
+
+@needs_data
+def test_load_factor_compresses_arrivals_and_deadlines_follow(tmp_path, capsys):
+    from lyra_solver.bench.sim import load_philly, map_jobs
+    from lyra_solver.bench.sim.sweep import scale_arrivals
+
+    trace = load_philly(PHILLY, start="2017-10-09 06:00", limit=20)
+    fast = scale_arrivals(trace, 4.0)
+    assert [j.submit for j in fast] == [j.submit / 4.0 for j in trace]
+    a, b = map_jobs(trace, deadline_factor=(1.0, 2.0)), map_jobs(fast, deadline_factor=(1.0, 2.0))
+    for x, y in zip(a, b, strict=True):  # the same row keeps its application and its lambda
+        assert x.app == y.app and (x.deadline - x.submit) == pytest.approx(y.deadline - y.submit)
