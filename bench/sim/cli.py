@@ -17,6 +17,22 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+#: Defaults of the options a preset may set (their parser default is None, resolved by _resolve).
+DEFAULTS = {"training_servers": 64, "inference_servers": 32, "interval": 60.0, "restart_penalty": 30.0,
+            "preemption_penalty": 300.0, "tiresias_threshold": 3600.0, "tiresias_starve_limit": 8.0}
+
+#: Presets: option values (an option given on the command line wins) and SimConfig fields.
+PRESETS = {
+    # the Pollux artifact's simulator (petuum/adaptdl osdi21-artifact, simulator/): 16 nodes x 4 GPUs, no
+    # inference cluster, rounds every 60 s on the grid from time 0 only (a job waits for the next round to
+    # start; its GPUs are given to others at the next round), 30 s for any change of allocation, Tiresias'
+    # threshold at 16 GPU-hours without the starvation rule
+    "pollux-artifact": ({"training_servers": 16, "inference_servers": 0, "interval": 60.0, "restart_penalty": 30.0,
+                         "preemption_penalty": 30.0, "tiresias_threshold": 57600.0, "tiresias_starve_limit": 0.0},
+                        {"server_gpus": 4, "event_rounds": False, "round_origin": 0.0}),
+}
+
+
 def _policy_names() -> tuple[str, ...]:
     from lyra_solver.bench.sim.policies import POLICIES
 
@@ -27,8 +43,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     names = _policy_names()
     src = p.add_argument_group("trace")
     src.add_argument("--trace", help="Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster)")
-    src.add_argument("--pollux-workload", type=int, metavar="N",
-                     help="replay Pollux workload N (1-8) on 16 nodes x 4 GPUs, no inference cluster")
+    src.add_argument("--pollux-workload", metavar="N|CSV",
+                     help="replay Pollux workload N (1-8), or a workload CSV (name,time,application,num_replicas,"
+                     "batch_size), on 16 nodes x 4 GPUs, no inference cluster, sized by the Pollux artifact's job "
+                     "model")
+    src.add_argument("--pollux-data", metavar="DIR",
+                     help="the Pollux measurements (validation/, throughput/, workloads/; default "
+                     "../shared/data/pollux)")
     src.add_argument("--start", help="keep jobs submitted at or after this UTC date/time (ISO)")
     src.add_argument("--end", help="keep jobs submitted before this UTC date/time (ISO)")
     src.add_argument("--cluster", help="keep one Philly virtual cluster (its hash)")
@@ -37,10 +58,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      "(default: no load, every inference server idle)")
     src.add_argument("--load-window", type=float, default=300.0, help="seconds per window of the QPS file "
                      "(default %(default)s)")
+    src.add_argument("--load-mode", choices=["peak", "absolute"], default="peak",
+                     help="peak: the load divided by its own peak, times the inference servers, serve (the default); "
+                     "absolute: ceil(load / --load-per-server) servers serve, at most all of them")
+    src.add_argument("--load-per-server", type=float, metavar="X",
+                     help="with --load-mode absolute: the load one inference server serves (in the file's units)")
+    src.add_argument("--slices", type=int, default=1, metavar="K",
+                     help="replay K disjoint slices of the trace: the one --start/--end (or --limit) selects and the "
+                     "K-1 after it of the same length (or number of jobs); ratios get a 95%% interval")
     m = p.add_argument_group("mapping (DESIGN 'Simulation')")
     m.add_argument("--elastic-share", type=float, default=0.5, help="share of elastic jobs (default %(default)s)")
-    m.add_argument("--restart-penalty", type=float, default=30.0, help="seconds (default %(default)s)")
-    m.add_argument("--preemption-penalty", type=float, default=300.0, help="seconds (default %(default)s)")
+    m.add_argument("--restart-penalty", type=float, help="seconds (default 30)")
+    m.add_argument("--preemption-penalty", type=float, help="seconds (default 300)")
     m.add_argument("--packing-profile", action="append", default=[], metavar="APP=UTIL,MEM",
                    help="override an application's packing profile (gpu_util in (0, 1], gpu_mem_gb); repeatable; "
                    "used by policies with packing only (default: the table PACKING_PROFILES)")
@@ -54,16 +83,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--load-factor", type=float, default=1.0,
                    help="arrival rate times this factor: every submit time divided by it (default %(default)s)")
     c = p.add_argument_group("cluster and policies")
-    c.add_argument("--training-servers", type=int, default=64, help="8-GPU training servers (default %(default)s)")
-    c.add_argument("--inference-servers", type=int, default=32,
-                   help="8-GPU inference servers (default %(default)s)")
-    c.add_argument("--interval", type=float, default=60.0, help="seconds between rounds (default %(default)s)")
+    c.add_argument("--preset", choices=sorted(PRESETS),
+                   help="a published setup: pollux-artifact = the Pollux artifact's simulator (16 x 4 GPUs, no "
+                   "inference, 60 s rounds on the grid only, 30 s restart and preemption, Tiresias threshold "
+                   "57,600 GPU-s, starvation off); options given explicitly win")
+    c.add_argument("--training-servers", type=int, help="8-GPU training servers (default 64)")
+    c.add_argument("--inference-servers", type=int, help="8-GPU inference servers (default 32)")
+    c.add_argument("--interval", type=float, help="seconds between rounds (default 60)")
     c.add_argument("--time-limit", type=float, default=1.0, help="seconds per exact step (default %(default)s)")
-    c.add_argument("--tiresias-threshold", type=float, default=3600.0, metavar="GPU_S",
-                   help="attained GPU-seconds at which a job enters Tiresias' second queue (default %(default)s)")
-    c.add_argument("--tiresias-starve-limit", type=float, default=8.0, metavar="K",
+    c.add_argument("--tiresias-threshold", type=float, metavar="GPU_S",
+                   help="attained GPU-seconds at which a job enters Tiresias' second queue (default 3600)")
+    c.add_argument("--tiresias-starve-limit", type=float, metavar="K",
                    help="Tiresias' STARVELIMIT: a second-queue job that has waited K times its last run is promoted "
-                   "to the first queue; 0 disables (default %(default)s, see policies.promote_starved)")
+                   "to the first queue; 0 disables (default 8, see policies.promote_starved)")
     pol = c.add_mutually_exclusive_group(required=True)
     pol.add_argument("--policy", choices=names, help="one policy")
     pol.add_argument("--compare", nargs="+", choices=names, metavar="P",
@@ -91,7 +123,16 @@ def _fail(where: str, msg: str):
     raise InputError(where, msg)
 
 
+def _resolve(args) -> None:
+    """Fill the options left out: from the preset if one is given, else :data:`DEFAULTS`."""
+    preset = PRESETS[args.preset][0] if getattr(args, "preset", None) else {}
+    for name, default in DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, preset.get(name, default))
+
+
 def _validate(args) -> None:
+    _resolve(args)
     if (args.trace is None) == (args.pollux_workload is None):
         _fail("--trace", "give exactly one of --trace and --pollux-workload")
     for name in ("training_servers", "inference_servers", "seeds"):
@@ -185,24 +226,37 @@ def _setup(args):
     from lyra_solver.bench.sim.traces import load_load_curve, load_philly, load_pollux_workload
 
     if args.pollux_workload is not None:
-        n = args.pollux_workload
-        path = _data_dir() / "pollux" / "workloads" / f"workload-{n}.csv"
-        if not 1 <= n <= 8 or not path.exists():
-            _fail("--pollux-workload", f"no workload {n} (1-8, in {path.parent})")
-        trace = scale_arrivals(load_pollux_workload(path), args.load_factor)
-        config = SimConfig(training_servers=16, inference_servers=0, server_gpus=4, interval=args.interval,
-                           time_limit=args.time_limit, check=args.check, tiresias_threshold=args.tiresias_threshold,
-                           tiresias_starve_limit=args.tiresias_starve_limit)
+        root = Path(args.pollux_data) if args.pollux_data else _data_dir() / "pollux"
+        if not (root / "validation").is_dir() or not (root / "throughput").is_dir():
+            _fail("--pollux-data", f"{root}: no validation/ and throughput/ folders of Pollux measurements")
+        w = args.pollux_workload
+        if w.isdigit():
+            path = root / "workloads" / f"workload-{w}.csv"
+            if not 1 <= int(w) <= 8 or not path.exists():
+                _fail("--pollux-workload", f"no workload {w} (1-8, in {path.parent})")
+        else:
+            path = Path(w)
+        trace = scale_arrivals(load_pollux_workload(path, root=root), args.load_factor)
+        fields = {"training_servers": 16, "inference_servers": 0, "server_gpus": 4, **_preset_config(args)}
+        config = SimConfig(interval=args.interval, time_limit=args.time_limit, check=args.check,
+                           tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
+                           **fields)
         return trace, config
     trace = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster, limit=args.limit)
     if not trace:
         _fail("--trace", f"{args.trace}: no job left after the filters")
     trace = scale_arrivals(trace, args.load_factor)
-    load = load_load_curve(args.load, window=args.load_window) if args.load else None
+    load = load_load_curve(args.load, window=args.load_window, mode=args.load_mode,
+                           per_server=args.load_per_server) if args.load else None
     config = SimConfig(training_servers=args.training_servers, inference_servers=args.inference_servers,
                        interval=args.interval, load=load, time_limit=args.time_limit, check=args.check,
-                       tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit)
+                       tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
+                       **_preset_config(args))
     return trace, config
+
+
+def _preset_config(args) -> dict:
+    return dict(PRESETS[args.preset][1]) if getattr(args, "preset", None) else {}
 
 
 def run_one(trace, config, policy_name: str, seed: int, mapping: dict, progress: bool = False):
@@ -253,18 +307,18 @@ def _run_task(task):
     return run_one(trace, config, policy, seed, mapping)
 
 
-def _run_all(tasks, trace, config, mapping, args):
+def _run_all(tasks, traces, config, mapping, args):
     """Every (policy, seed): in this process with a per-job bar (one run), else through the benchmark
     harness's backend (local processes, or Ray, imported only then)."""
     from lyra_solver.bench.harness import map_tasks
 
     show = not args.no_progress and not getattr(args, "quiet", False) and sys.stderr.isatty()
     if len(tasks) == 1:
-        p, s = tasks[0]
-        return {(p, s): run_one(trace, config, p, s, mapping, progress=show)}
+        p, s, k = tasks[0]
+        return {(p, s, k): run_one(traces[k], config, p, s, mapping, progress=show)}
     bar = _bar(len(tasks), "runs") if show else None
     try:
-        out = map_tasks(_run_task, [(trace, config, p, s, mapping) for p, s in tasks],
+        out = map_tasks(_run_task, [(traces[k], config, p, s, mapping) for p, s, k in tasks],
                         jobs=args.jobs or os.cpu_count() or 1, backend=args.backend,
                         address=getattr(args, "address", None),
                         progress=None if bar is None else bar.t.update)
@@ -274,10 +328,98 @@ def _run_all(tasks, trace, config, mapping, args):
     return dict(zip(tasks, out, strict=True))
 
 
+def _check_more(args) -> None:
+    if args.load_mode == "absolute":
+        if args.load is None:
+            _fail("--load-mode", "absolute needs --load")
+        v = args.load_per_server
+        if v is None or not 0 < v < math.inf:
+            _fail("--load-per-server", "--load-mode absolute needs a positive finite --load-per-server")
+    elif args.load_per_server is not None:
+        _fail("--load-per-server", "only with --load-mode absolute")
+    if args.slices < 1:
+        _fail("--slices", "must be at least 1")
+    if args.slices > 1:
+        if args.pollux_workload is not None:
+            _fail("--slices", "only with --trace (a Pollux workload is one slice)")
+        if args.limit is None and (args.start is None or args.end is None):
+            _fail("--slices", "needs --limit, or --start and --end, to say how long a slice is")
+
+
+def _slices(args, first: list) -> list[list]:
+    """``args.slices`` disjoint slices: the first one given, then the next ones of the same length (the time
+    window ``--end - --start``, or ``--limit`` jobs)."""
+    from dataclasses import replace as dc_replace
+    from datetime import timedelta
+
+    from lyra_solver.bench.sim.traces import _when, load_philly
+
+    k = args.slices
+    if k == 1:
+        return [first]
+    if args.start is not None and args.end is not None:
+        t0, t1 = _when(args.start), _when(args.end)
+        span = t1 - t0
+        out = [first]
+        for i in range(1, k):
+            a, b = t0 + i * span, t0 + (i + 1) * span
+            fmt = "%Y-%m-%d %H:%M:%S"
+            out.append(load_philly(args.trace, start=a.strftime(fmt), end=b.strftime(fmt), cluster=args.cluster,
+                                   limit=args.limit))
+        if any(not t for t in out):
+            _fail("--slices", f"the trace holds fewer than {k} non-empty slices of {span / timedelta(hours=1):g} h")
+        return out
+    every = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster)
+    n = args.limit
+    if len(every) < k * n:
+        _fail("--slices", f"the trace holds {len(every)} jobs after the filters, fewer than {k} x {n}")
+    out = []
+    for i in range(k):
+        part = every[i * n:(i + 1) * n]
+        base = part[0].submit
+        out.append([dc_replace(tj, submit=tj.submit - base) for tj in part])
+    return out
+
+
+def _sha256(path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _inputs(args, trace) -> dict[str, str]:
+    """SHA-256 of every input file: the trace or workload, the load curve, the throughput profiles, and for a
+    Pollux workload the measurements of its applications."""
+    from importlib import resources
+
+    files = {}
+    if args.trace:
+        files[args.trace] = args.trace
+    if args.load:
+        files[args.load] = args.load
+    prof = resources.files("lyra_solver").joinpath("data/profiles.json")
+    files["lyra_solver/data/profiles.json"] = str(prof)
+    if args.pollux_workload is not None:
+        root = Path(args.pollux_data) if args.pollux_data else _data_dir() / "pollux"
+        w = args.pollux_workload
+        wpath = root / "workloads" / f"workload-{w}.csv" if w.isdigit() else Path(w)
+        files[str(wpath)] = str(wpath)
+        for app in sorted({tj.app for tj in trace}):
+            for sub in ("validation", "throughput"):
+                for f in sorted((root / sub / app).glob("*.csv")):
+                    files[str(f)] = str(f)
+    return {label: _sha256(path) for label, path in sorted(files.items())}
+
+
 def run(args) -> int:
     from lyra_solver.bench.sim.policies import get_policy
 
     _validate(args)
+    _check_more(args)
     policies = [args.policy] if args.policy else list(dict.fromkeys(args.compare))
     for p in policies:
         get_policy(p)  # unknown name or packing not available: exit 2 before any work
@@ -317,12 +459,13 @@ def _sweep(args, policies) -> int:
 
 
 def _compare(args, policies, heading: str | None = None):
-    """One comparison (every policy x seed) on the options of ``args``: prints the table, writes --out, returns
+    """One comparison (every policy x seed x slice) on the options of ``args``: prints the table, writes --out, returns
     the :class:`~lyra_solver.bench.sim.sweep.PointResult`."""
-    from lyra_solver.bench.sim.report import combine, markdown_table, write_outputs
+    from lyra_solver.bench.sim.report import combine, markdown_table, ratios, write_outputs
     from lyra_solver.bench.sim.sweep import PointResult
 
     trace, config = _setup(args)
+    traces = _slices(args, trace)
     mapping = {"elastic_share": args.elastic_share, "restart_penalty": args.restart_penalty,
                "preemption_penalty": args.preemption_penalty, "deadline_factor": list(args.deadline_range)}
     if args.packing:
@@ -331,28 +474,35 @@ def _compare(args, policies, heading: str | None = None):
     if source is not None:
         mapping["gpu_util_source"] = source
     seeds = list(range(args.seed, args.seed + args.seeds))
-    tasks = [(p, s) for p in policies for s in seeds]
+    runs = [(s, k) for k in range(len(traces)) for s in seeds]
+    tasks = [(p, s, k) for p in policies for s, k in runs]
     t0 = time.perf_counter()
-    results = _run_all(tasks, trace, config, mapping, args)
+    results = _run_all(tasks, traces, config, mapping, args)
     wall = time.perf_counter() - t0
-    summaries = {p: combine([results[(p, s)][0] for s in seeds]) for p in policies}
-    timings = {p: [results[(p, s)][1] for s in seeds] for p in policies}
+    summaries = {p: combine([results[(p, s, k)][0] for s, k in runs]) for p in policies}
+    timings = {p: [results[(p, s, k)][1] for s, k in runs] for p in policies}
     base = "baseline" if "baseline" in policies else policies[0]
+    rat = ratios({p: [results[(p, s, k)][0] for s, k in runs] for p in policies})
     if heading:
         print(f"\n## {heading}\n")
-    print(markdown_table(summaries, timings, baseline=base))
-    print(f"\n{len(trace)} jobs, {len(tasks)} runs, {wall:.1f} s wall "
+    print(markdown_table(summaries, timings, baseline=base, ratios=rat))
+    print(f"\n{sum(len(t) for t in traces)} jobs, {len(tasks)} runs, {wall:.1f} s wall "
           f"({datetime.now(UTC).strftime('%Y-%m-%d')})", file=sys.stderr)
     if args.out:
-        meta = {"trace": args.trace or f"pollux workload {args.pollux_workload}", "jobs": len(trace),
+        pw = args.pollux_workload
+        meta = {"trace": args.trace or (f"pollux workload {pw}" if pw.isdigit() else pw), "jobs": len(trace),
+                "slices": len(traces), "inputs": _inputs(args, trace), "load_mode": args.load_mode,
+                "load_per_server": args.load_per_server,
                 "start": args.start, "end": args.end, "cluster": args.cluster, "limit": args.limit,
                 "load": args.load, "load_window": args.load_window, "seeds": seeds,
                 "training_servers": config.training_servers, "inference_servers": config.inference_servers,
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
                 "load_factor": args.load_factor,
+                **({"preset": args.preset, "event_rounds": config.event_rounds,
+                    "round_origin": config.round_origin} if getattr(args, "preset", None) else {}),
                 **({"tiresias_threshold": config.tiresias_threshold,
                     "tiresias_starve_limit": config.tiresias_starve_limit} if "tiresias" in policies else {}),
                 "baseline": base}
-        first = {p: results[(p, seeds[0])][2] for p in policies}
-        write_outputs(Path(args.out), summaries, timings, first, config, meta)
-    return PointResult(summaries=summaries, runs={p: [results[(p, s)][0] for s in seeds] for p in policies})
+        first = {p: results[(p, seeds[0], 0)][2] for p in policies}
+        write_outputs(Path(args.out), summaries, timings, first, config, meta, ratios=rat)
+    return PointResult(summaries=summaries, runs={p: [results[(p, s, k)][0] for s, k in runs] for p in policies})

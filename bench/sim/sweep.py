@@ -14,8 +14,8 @@ it, the inference load curve unchanged). Each is the option of the same name, wh
 
 Ratios are ``reference / policy`` for the metrics where lower is better (mean and p99 JCT, mean queuing time,
 makespan; higher is better) and ``policy / reference`` for deadline satisfaction, computed per run (the same
-slice and seed for both policies) and summarised over the runs as a mean with a Student-t 95% interval
-(``mean +- t(0.975, n - 1) s / sqrt(n)``; with one run the interval is the point itself).
+slice and seed for both policies) and summarised over the runs (``--slices`` x ``--seeds``) as a mean with a
+Student-t 95% interval (:func:`.report.interval`, as the comparison's own ratios; none with one run).
 """
 from __future__ import annotations
 
@@ -151,22 +151,6 @@ def _get(summary: Mapping, path: tuple[str, ...]):
     return v if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _interval(values: Sequence[float]) -> dict:
-    from scipy.stats import t as student_t
-
-    n = len(values)
-    mean = sum(values) / n
-    if n == 1:
-        return {"mean": _r(mean), "lo": _r(mean), "hi": _r(mean), "n": 1}
-    sd = math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1))
-    half = float(student_t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
-    return {"mean": _r(mean), "lo": _r(mean - half), "hi": _r(mean + half), "n": n}
-
-
-def _r(x: float) -> float | None:
-    return round(float(x), 6) if math.isfinite(x) else None
-
-
 def ratio_intervals(runs: Mapping[str, Sequence[dict]], references: Sequence[str]) -> dict:
     """Each policy's ratio to each reference policy, per metric of :data:`METRICS`, over the runs.
 
@@ -180,16 +164,19 @@ def ratio_intervals(runs: Mapping[str, Sequence[dict]], references: Sequence[str
     Returns
     -------
     dict
-        ``{reference: {policy: {metric: {"mean", "lo", "hi", "n"}}}}``; a metric missing or zero in a run (e.g.
-        no deadlines, no job queued) is left out of that run, and a metric with no run left is ``None``.
+        ``{reference: {policy: {metric: {"mean", "ci95", "n"}}}}`` (:func:`.report.interval`: ``ci95`` the
+        Student-t 95% interval ``[lo, hi]``, None for one run); a metric missing or zero in a run (e.g. no
+        deadlines, no job queued) is left out of that run, and a metric with no run left is ``None``.
 
     Examples
     --------
     >>> runs = {"a": [{"jct": {"mean": 10.0}}, {"jct": {"mean": 20.0}}],
     ...         "b": [{"jct": {"mean": 5.0}}, {"jct": {"mean": 10.0}}]}
     >>> ratio_intervals(runs, ["a"])["a"]["b"]["jct_mean"]
-    {'mean': 2.0, 'lo': 2.0, 'hi': 2.0, 'n': 2}
+    {'mean': 2.0, 'ci95': [2.0, 2.0], 'n': 2}
     """
+    from .report import interval
+
     out: dict = {}
     for ref in references:
         per_policy: dict = {}
@@ -204,7 +191,7 @@ def ratio_intervals(runs: Mapping[str, Sequence[dict]], references: Sequence[str
                     num, den = (a, b) if lower_better else (b, a)
                     if den > 0:
                         vals.append(num / den)
-                metrics[key] = _interval(vals) if vals else None
+                metrics[key] = interval(vals) if vals else None
             per_policy[pol] = metrics
         out[ref] = per_policy
     return out
@@ -277,7 +264,7 @@ def sweep_table(doc: dict, metric: str = "jct_mean") -> str:
         for r, p in cols:
             iv = pt["ratios"][r][p][metric]
             cells.append("n/a" if iv is None or iv["mean"] is None else
-                         f"{iv['mean']:.2f}x" + (f" [{iv['lo']:.2f}, {iv['hi']:.2f}]" if iv["n"] > 1 else ""))
+                         f"{iv['mean']:.2f}x" + (f" [{iv['ci95'][0]:.2f}, {iv['ci95'][1]:.2f}]" if iv["ci95"] else ""))
         lines.append(f"| {pt['value']} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -320,8 +307,8 @@ def write_sweep(out: Path, doc: dict) -> list[Path]:
                         continue
                     xs.append(p["value"])
                     ys.append(iv["mean"])
-                    lo.append(iv["mean"] - iv["lo"])
-                    hi.append(iv["hi"] - iv["mean"])
+                    lo.append(iv["mean"] - iv["ci95"][0] if iv["ci95"] else 0.0)
+                    hi.append(iv["ci95"][1] - iv["mean"] if iv["ci95"] else 0.0)
                 if xs:
                     ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", capsize=3, label=f"{pol} vs {ref}")
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")

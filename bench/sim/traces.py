@@ -11,6 +11,9 @@ elastic range, penalties) is :func:`map_jobs`, seeded and documented:
 - elastic with probability ``elastic_share`` (default 0.5, from a second seeded hash): ``min = ceil(g / 2)``,
   ``max = min(2 g, 64)`` (never below ``g``); otherwise ``min = max = g``;
 - restart penalty 30 s, preemption penalty 300 s;
+- a Pollux workload row (:func:`load_pollux_workload`) is sized by the artifact's job model (:mod:`.pollux`):
+  its work is the statistical progress to its model's ``max_epochs`` at its batch size, it is elastic in
+  ``1..batch / smallest local batch`` (ncf: 1) and its requested size is the row's ``num_replicas``;
 - packing profile (used only by policies with packing, e.g. ``lyra-pack``): ``gpu_util`` and ``gpu_mem_gb`` by
   application from :data:`PACKING_PROFILES`, ``app`` = the application name; with ``gpu_util_source`` the
   ``gpu_util`` is instead drawn per row from the fractional pods of Alibaba's GPU-sharing trace
@@ -41,6 +44,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from lyra_solver.errors import InputError
 from lyra_solver.throughput import rate_one
@@ -49,11 +53,6 @@ from lyra_solver.types import PROFILE_MODELS, ProfileThroughput
 PHILLY_FIELDS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 POLLUX_FIELDS = ("name", "time", "application", "num_replicas", "batch_size")
 ALIBABA_QPS_FIELDS = ("timestamp_anon", "value")
-
-# GPU-hours of a Pollux workload job by application (the workloads give arrival, application and size but no
-# duration). Pollux draws jobs into size classes of 0-1, 1-10, 10-100 and 100-1000 GPU-hours by application;
-# each application gets the geometric middle of its class. An assumption of this simulator, overridable.
-POLLUX_GPU_HOURS = {"cifar10": 0.3, "ncf": 0.3, "deepspeech2": 3.0, "yolov3": 3.0, "bert": 3.0, "imagenet": 30.0}
 
 # (gpu_util, gpu_mem_gb) of each application when it shares GPUs: see the module docstring for the source.
 PACKING_PROFILES: dict[str, tuple[float, float]] = {
@@ -71,6 +70,8 @@ class TraceJob:
     duration: float
     key: str  # the row's text: the seed of its application and elasticity
     app: str | None = None  # given by the trace (Pollux) or None (drawn by map_jobs)
+    batch_size: int = 0  # the Pollux workload's global batch size (0: a Philly row)
+    root: str = ""  # the Pollux data folder whose measurements size the job (Pollux rows only)
 
 
 @dataclass(frozen=True)
@@ -90,16 +91,27 @@ class SimJobSpec:
     preemption_penalty: float
     gpu_util: float = 1.0  # packing profile (policies with packing only)
     gpu_mem_gb: float = 0.0
+    batch_size: int = 0  # the Pollux workload row's global batch size (0: not a Pollux job)
+    model: Any = None  # the Pollux artifact's job model (.pollux.PolluxJob) of a Pollux workload row, else None
     deadline: float | None = None  # absolute, the trace's clock (.deadlines); None: no deadline
 
 
 @dataclass(frozen=True)
 class LoadCurve:
-    """``L(t)`` in [0, 1]: step values at ``times`` (seconds from 0), repeated with ``period``."""
+    """Step values at ``times`` (seconds from 0), repeated with ``period``: ``L(t)`` in [0, 1], the share of the
+    inference servers that serve (``peak`` mode), or with ``absolute`` the number of servers the load needs
+    (the load divided by what one server serves)."""
 
     times: tuple[float, ...]
     values: tuple[float, ...]
     period: float
+    absolute: bool = False
+
+    def servers(self, t: float, n: int) -> int:
+        """Inference servers (of ``n``) the load needs at ``t``: ``ceil(L(t) n)``, or ``ceil(value)`` in the
+        absolute mode, at most ``n``."""
+        v = self.at(t)
+        return min(n, math.ceil((v if self.absolute else v * n) - 1e-9))
 
     def at(self, t: float) -> float:
         import bisect
@@ -209,13 +221,17 @@ def load_philly(path: str | Path, *, start: str | None = None, end: str | None =
     return [TraceJob(line=ln, submit=ts - base, gpus=g, duration=d, key=k) for ts, ln, g, d, k in out]
 
 
-def load_pollux_workload(path: str | Path, *, gpu_hours: dict[str, float] | None = None) -> list[TraceJob]:
+def load_pollux_workload(path: str | Path, *, root: str | Path | None = None) -> list[TraceJob]:
     """A Pollux workload (``name,time,application,num_replicas,batch_size``): 160 jobs for 16 nodes x 4 GPUs.
 
-    The workloads give no duration: a job runs ``gpu_hours[app] * 3600 / num_replicas`` seconds at its
-    requested size (:data:`POLLUX_GPU_HOURS` by default, an assumption stated in the README).
+    Each row is sized by the Pollux artifact's job model (:mod:`.pollux`): it trains to its application's
+    ``max_epochs`` at the row's ``batch_size``, with the measurements under ``root`` (default: the folder above
+    the workload's, i.e. ``shared/data/pollux``). A row the model cannot size (an unknown application, a batch
+    size outside the application's validated range) is an :class:`InputError` naming the file and line.
     """
-    hours = {**POLLUX_GPU_HOURS, **(gpu_hours or {})}
+    from .pollux import app as pollux_app
+
+    root = Path(path).resolve().parent.parent if root is None else Path(root)
     out = []
     for line, row, col in _rows(path, POLLUX_FIELDS):
         app = row[col["application"]]
@@ -224,18 +240,34 @@ def load_pollux_workload(path: str | Path, *, gpu_hours: dict[str, float] | None
                              f"{', '.join(PROFILE_MODELS)})", str(path))
         t = _num(row[col["time"]], path, line, "time")
         g = int(_num(row[col["num_replicas"]], path, line, "num_replicas", integer=True, positive=True))
-        out.append(TraceJob(line=line, submit=t, gpus=g, duration=hours[app] * 3600.0 / g, key=",".join(row),
-                            app=app))
+        b = int(_num(row[col["batch_size"]], path, line, "batch_size", integer=True, positive=True))
+        data = pollux_app(app, str(root))
+        if not data.init_bsz <= b <= data.max_bsz:
+            raise InputError(f"line {line}", f"batch_size: {b} is outside {app}'s validated range "
+                             f"{data.init_bsz}..{data.max_bsz}", str(path))
+        if g * data.min_local > b:
+            raise InputError(f"line {line}", f"num_replicas: {g} replicas at batch size {b} is below {app}'s "
+                             f"smallest measured local batch {data.min_local}", str(path))
+        out.append(TraceJob(line=line, submit=t, gpus=g, duration=0.0, key=",".join(row), app=app, batch_size=b,
+                            root=str(root)))
     return sorted(out, key=lambda j: (j.submit, j.line))
 
 
-def load_load_curve(path: str | Path, *, window: float = 300.0) -> LoadCurve:
-    """The inference load ``L(t)`` in [0, 1] from the Alibaba GenAI QPS file or a plain ``time,value`` CSV.
+def load_load_curve(path: str | Path, *, window: float = 300.0, mode: str = "peak",
+                    per_server: float | None = None) -> LoadCurve:
+    """The inference load from the Alibaba GenAI QPS file or a plain ``time,value`` CSV.
 
     Alibaba (``timestamp_anon,value,...``): ``value`` summed over containers per ``window`` seconds. Plain:
-    one value per time (seconds). Either way the values are divided by their peak, times start at 0 and the
-    curve repeats with period ``last time + window`` (Alibaba) or ``last time`` plus the median step (plain).
+    one value per time (seconds). Times start at 0 and the curve repeats with period ``last time + window``
+    (Alibaba) or ``last time`` plus the median step (plain). ``mode="peak"`` (the default): the values are
+    divided by their peak, so ``L(t)`` in [0, 1] is the share of the inference servers that serve (a constant
+    load serves every server, whatever its level). ``mode="absolute"``: the values are divided by ``per_server``,
+    the load one server serves, giving the servers needed (capped at the cluster's size when used).
     """
+    if mode not in ("peak", "absolute"):
+        raise ValueError(f"mode must be 'peak' or 'absolute', got {mode!r}")
+    if mode == "absolute" and not (per_server is not None and 0 < per_server < math.inf):
+        raise ValueError("mode='absolute' needs a positive finite per_server")
     fh, reader, col, _ = _open_rows(path, ("value",))
     fh.close()
     alibaba = "timestamp_anon" in col
@@ -264,6 +296,8 @@ def load_load_curve(path: str | Path, *, window: float = 300.0) -> LoadCurve:
         values = [v for _, v in pts]
         steps = sorted(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
         period = times[-1] + (steps[len(steps) // 2] if steps else window)
+    if mode == "absolute":
+        return LoadCurve(tuple(times), tuple(v / per_server for v in values), float(period), absolute=True)
     peak = max(values)
     if peak <= 0:
         raise InputError("value", "the load is zero everywhere", str(path))
@@ -307,14 +341,28 @@ def map_jobs(trace: list[TraceJob], *, seed: int = 0, elastic_share: float = 0.5
     for i, tj in enumerate(trace):
         app = tj.app or apps[int(_unit(seed, "app", tj.key, tj.line) * len(apps))]
         g = tj.gpus
-        work = tj.duration * rate_one(ProfileThroughput(model=app), g, server_gpus=server_gpus)
-        if _unit(seed, "elastic", tj.key, tj.line) < elastic_share:
-            lo, hi = math.ceil(g / 2), max(g, min(2 * g, max_elastic))
+        model = None
+        if tj.batch_size:  # a Pollux row: the artifact's job model, elastic at its fixed batch size
+            from .pollux import PolluxJob, compact
+
+            model = PolluxJob(app, tj.batch_size, tj.root)
+            work = model.work
+            duration = sum((model.boundary(e + 1) - model.boundary(e)) / model.rate(compact(g, server_gpus), e)
+                           for e in range(model.epochs()))
+            lo, hi = 1, max(g, min(tj.batch_size // model.data.min_local, max_elastic))
+            if app == "ncf":  # as the artifact: ncf runs on one replica
+                hi = max(g, 1)
         else:
-            lo = hi = g
-        out.append(SimJobSpec(id=f"j{i}", line=tj.line, submit=tj.submit, gpus=g, duration=tj.duration, app=app,
+            duration = tj.duration
+            work = tj.duration * rate_one(ProfileThroughput(model=app), g, server_gpus=server_gpus)
+            if _unit(seed, "elastic", tj.key, tj.line) < elastic_share:
+                lo, hi = math.ceil(g / 2), max(g, min(2 * g, max_elastic))
+            else:
+                lo = hi = g
+        out.append(SimJobSpec(id=f"j{i}", line=tj.line, submit=tj.submit, gpus=g, duration=duration, app=app,
                               work=work, min_workers=lo, max_workers=hi, restart_penalty=restart_penalty,
                               preemption_penalty=preemption_penalty,
                               gpu_util=profiles[app][0] if utils is None or app in (packing or {}) else utils[i],
-                              gpu_mem_gb=profiles[app][1], deadline=None if deadlines is None else deadlines[i]))
+                              gpu_mem_gb=profiles[app][1], batch_size=tj.batch_size, model=model,
+                              deadline=None if deadlines is None else deadlines[i]))
     return out

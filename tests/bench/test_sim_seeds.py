@@ -128,12 +128,14 @@ def test_ratio_intervals_are_student_t_over_the_runs():
     half = 4.302652729911275 * sd / math.sqrt(3)  # t(0.975, 2)
     got = r["pol"]["jct_mean"]
     assert got["n"] == 3 and got["mean"] == pytest.approx(mean, abs=1e-6)
-    assert got["lo"] == pytest.approx(mean - half, abs=1e-6) and got["hi"] == pytest.approx(mean + half, abs=1e-6)
-    assert r["pol"]["jct_p99"] == {"mean": 2.0, "lo": 2.0, "hi": 2.0, "n": 3}
+    assert got["ci95"] == pytest.approx([mean - half, mean + half], abs=1e-6)
+    assert r["pol"]["jct_p99"] == {"mean": 2.0, "ci95": [2.0, 2.0], "n": 3}
     assert r["pol"]["queue_mean"] is None  # the policy never queues: no finite ratio in any run
     assert r["pol"]["makespan"]["mean"] == 2.0
     assert r["pol"]["deadline_satisfaction"]["mean"] == 1.5  # higher is better: policy / reference
-    assert r["ref"]["jct_mean"] == {"mean": 1.0, "lo": 1.0, "hi": 1.0, "n": 3}
+    assert r["ref"]["jct_mean"] == {"mean": 1.0, "ci95": [1.0, 1.0], "n": 3}
+    one = ratio_intervals({"ref": ref[:1], "pol": pol[:1]}, ["ref"])["ref"]["pol"]["jct_mean"]
+    assert one == {"mean": 2.0, "ci95": None, "n": 1}
 
 
 def test_a_failing_point_keeps_the_others(tmp_path):
@@ -248,7 +250,7 @@ def test_a_three_point_sweep_writes_sweep_json_with_three_points_and_a_plot(tmp_
     for p in doc["points"]:
         assert p["status"] == "ok" and set(p["policies"]) == {"lucid", "gimbal"}
         iv = p["ratios"]["lucid"]["gimbal"]["jct_mean"]
-        assert iv["n"] == 2 and iv["lo"] <= iv["mean"] <= iv["hi"]
+        assert iv["n"] == 2 and iv["ci95"][0] <= iv["mean"] <= iv["ci95"][1]
         summary = json.loads((tmp_path / f"training-servers={p['value']}" / "summary.json").read_text())
         assert summary["meta"]["training_servers"] == p["value"]
         assert summary["policies"]["gimbal"]["jct"]["mean"] == p["policies"]["gimbal"]["jct"]["mean"]

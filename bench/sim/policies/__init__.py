@@ -13,8 +13,10 @@ policy                    loaning  elastic  queue  allocation  reclaim  packing 
 ``elastic``               no       yes      sjf    greedy      (none)   off      :mod:`.elastic`
 ``lyra``                  yes      yes      sjf    greedy      greedy   off      :mod:`.lyra`
 ``lyra-exact``            yes      yes      sjf    exact       exact    off      :mod:`.lyra`
+``lyra-fifo``             yes      yes      fifo   greedy      greedy   off      :mod:`.lyra_fifo`
 ``lyra-pack``             yes      yes      sjf    greedy      greedy   gimbal   :mod:`.lyra_pack`
 ``tiresias``              no       no       las*   (none)      (none)   off      :mod:`.tiresias`
+``optimus``               no       yes      fifo   greedy      (none)   off      :mod:`.optimus`
 ``lucid``                 no       no       sjf    (none)      (none)   lucid    :mod:`.lucid`
 ``gimbal``                no       no       sjf    (none)      (none)   gimbal   :mod:`.gimbal`
 ``gimbal-deadline``       no       no       sjf    (none)      (none)   gimbal+  :mod:`.gimbal`
@@ -52,7 +54,9 @@ from .gimbal import Gimbal
 from .loan import Loan
 from .lucid import Lucid
 from .lyra import Lyra
+from .lyra_fifo import LyraFifo
 from .lyra_pack import LyraPack
+from .optimus import Optimus
 from .tiresias import Ledger, Tiresias, TwoQueueState, promote_starved, two_queue_victims
 
 __all__ = ["POLICIES", "Ledger", "Policy", "TwoQueueState", "View", "get_policy", "packing_available",
@@ -66,8 +70,10 @@ POLICIES: dict[str, Policy] = {p.name: p for p in (
     Elastic("elastic"),
     Lyra("lyra"),
     Lyra("lyra-exact", allocation="exact", reclaim="exact"),
+    LyraFifo("lyra-fifo"),
     LyraPack("lyra-pack"),
     Tiresias("tiresias"),
+    Optimus("optimus"),
     Lucid("lucid"),
     Gimbal("gimbal"),
     Gimbal("gimbal-deadline", options=(("packing_policy", "deadline"),)),
