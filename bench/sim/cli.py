@@ -222,7 +222,6 @@ def _data_dir() -> Path:
 def _setup(args):
     """Trace, load curve and cluster config from the arguments (bad files: InputError naming file and line)."""
     from lyra_solver.bench.sim.engine import SimConfig
-    from lyra_solver.bench.sim.sweep import scale_arrivals
     from lyra_solver.bench.sim.traces import load_load_curve, load_philly, load_pollux_workload
 
     if args.pollux_workload is not None:
@@ -236,7 +235,7 @@ def _setup(args):
                 _fail("--pollux-workload", f"no workload {w} (1-8, in {path.parent})")
         else:
             path = Path(w)
-        trace = scale_arrivals(load_pollux_workload(path, root=root), args.load_factor)
+        trace = load_pollux_workload(path, root=root)
         fields = {"training_servers": 16, "inference_servers": 0, "server_gpus": 4, **_preset_config(args)}
         config = SimConfig(interval=args.interval, time_limit=args.time_limit, check=args.check,
                            tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
@@ -245,7 +244,6 @@ def _setup(args):
     trace = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster, limit=args.limit)
     if not trace:
         _fail("--trace", f"{args.trace}: no job left after the filters")
-    trace = scale_arrivals(trace, args.load_factor)
     load = load_load_curve(args.load, window=args.load_window, mode=args.load_mode,
                            per_server=args.load_per_server) if args.load else None
     config = SimConfig(training_servers=args.training_servers, inference_servers=args.inference_servers,
@@ -462,10 +460,10 @@ def _compare(args, policies, heading: str | None = None):
     """One comparison (every policy x seed x slice) on the options of ``args``: prints the table, writes --out, returns
     the :class:`~lyra_solver.bench.sim.sweep.PointResult`."""
     from lyra_solver.bench.sim.report import combine, markdown_table, ratios, write_outputs
-    from lyra_solver.bench.sim.sweep import PointResult
+    from lyra_solver.bench.sim.sweep import PointResult, scale_arrivals
 
     trace, config = _setup(args)
-    traces = _slices(args, trace)
+    traces = [scale_arrivals(t, args.load_factor) for t in _slices(args, trace)]  # each slice at the load factor
     mapping = {"elastic_share": args.elastic_share, "restart_penalty": args.restart_penalty,
                "preemption_penalty": args.preemption_penalty, "deadline_factor": list(args.deadline_range)}
     if args.packing:
