@@ -352,7 +352,8 @@ def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | 
                 f"{_fmt(s['jct']['p99'], 3600, 1)} | {_fmt(u['training'], 0.01, 1)}% | "
                 f"{_fmt(u['inference'], 0.01, 1)}% | {_fmt(u['total'], 0.01, 1)}% | {du} | "
                 f"{_fmt(s['preemptions'])} | {_fmt(s['scaling_events'])} | {_fmt(s['reclaim_events'])} | "
-                f"{_fmt(s.get('packed'))} | {tm} |")
+                f"{_fmt(s.get('packed'))} | {_fmt(s.get('makespan'), 3600, 1)} | {_met(s.get('deadline'))} | "
+                f"{tm} |")
             continue
         lines.append(
             f"| {name} | {_fmt(s['jct']['mean'], 3600, 2)} | {_ratio(bj, s['jct']['mean'])} | "
