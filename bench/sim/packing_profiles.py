@@ -59,11 +59,11 @@ def load_fractional_pods(path: str | Path) -> tuple[float, ...]:
     Running time O(n log n) for n pods.
     """
     out = []
-    for line, row, col in _rows(path, OPENB_FIELDS):
-        n = int(_num(row[col["num_gpu"]], path, line, "num_gpu", integer=True))
-        milli = int(_num(row[col["gpu_milli"]], path, line, "gpu_milli", integer=True))
+    for line, row, col, name in _rows(path, OPENB_FIELDS, "pod list"):
+        n = int(_num(row[col["num_gpu"]], name, line, "num_gpu", integer=True))
+        milli = int(_num(row[col["gpu_milli"]], name, line, "gpu_milli", integer=True))
         if n == 1 and milli > 1000:
-            raise InputError(f"line {line}", f"gpu_milli: {milli} on a one-GPU pod (at most 1000)", str(path))
+            raise InputError(f"line {line}", f"gpu_milli: {milli} on a one-GPU pod (at most 1000)", name)
         if n == 1 and 0 < milli < 1000:
             out.append(milli / 1000.0)
     if not out:
