@@ -73,6 +73,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     m.add_argument("--packing-profile", action="append", default=[], metavar="APP=UTIL,MEM",
                    help="override an application's packing profile (gpu_util in (0, 1], gpu_mem_gb); repeatable; "
                    "used by policies with packing only (default: the table PACKING_PROFILES)")
+    m.add_argument("--packing-profiles", choices=["auto", "alibaba", "table"], default="auto",
+                   help="gpu_util of each job: drawn seeded from the fractional pods of Alibaba's GPU-sharing trace "
+                   "(alibaba/openb_pod_list_default.csv), or its application's in the table; auto: alibaba when "
+                   "the file is found (default %(default)s)")
+    m.add_argument("--deadline-factor", default="0.5,1.5", metavar="LO,HI",
+                   help="deadline = submit + lambda x duration, lambda uniform on [LO, HI] and seeded per job "
+                   "(ElasticFlow's generator; default %(default)s)")
+    m.add_argument("--load-factor", type=float, default=1.0,
+                   help="arrival rate times this factor: every submit time divided by it (default %(default)s)")
     c = p.add_argument_group("cluster and policies")
     c.add_argument("--preset", choices=sorted(PRESETS),
                    help="a published setup: pollux-artifact = the Pollux artifact's simulator (16 x 4 GPUs, no "
@@ -105,6 +114,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --backend ray: the Ray cluster's address (ray.init(address=...); default: a local Ray)")
     r.add_argument("--out", help="directory for summary.json, timings.json, jobs-POLICY.csv and plots")
     r.add_argument("--check", action="store_true", help="check every decision with the independent checker")
+    r.add_argument("--sweep", metavar="NAME=V1,V2,...",
+                   help="repeat the comparison at each value of training-servers, inference-servers, elastic-share "
+                   "or load-factor: sweep.json and sweep.png in --out (default: the current folder), each point's "
+                   "outputs in --out/NAME=V")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -160,8 +173,37 @@ def _validate(args) -> None:
     if not 0 <= args.tiresias_starve_limit < float("inf"):
         _fail("--tiresias-starve-limit", "must be a non-negative finite number (0 disables the rule)")
     args.packing = _packing_profiles(args.packing_profile)
+    args.deadline_range = _deadline_factor(args.deadline_factor)
+    if not (args.load_factor > 0 and math.isfinite(args.load_factor)):
+        _fail("--load-factor", "must be a positive finite number")
     if args.limit is not None and args.limit < 1:
         _fail("--limit", "must be at least 1")
+
+
+def _deadline_factor(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        lo, hi = (float(x) for x in parts) if len(parts) == 2 else (math.nan, math.nan)
+    except ValueError:
+        lo = hi = math.nan
+    if not 0 < lo <= hi < math.inf:
+        _fail("--deadline-factor", f"{text!r}: expected LO,HI with 0 < LO <= HI (finite)")
+    return (lo, hi)
+
+
+def _gpu_util_source(mode: str, policies) -> str | None:
+    """The openb pod list the packing policies draw ``gpu_util`` from, or None for the table."""
+    from lyra_solver.bench.sim.policies import get_policy
+
+    if mode == "table" or all(get_policy(p).packing == "off" for p in policies):
+        return None
+    path = _data_dir() / "alibaba" / "openb_pod_list_default.csv"
+    if not path.exists():
+        if mode == "alibaba":
+            _fail("--packing-profiles", f"alibaba: {path} not found")
+        log.warning("packing profiles: %s not found, using the table PACKING_PROFILES", path)
+        return None
+    return str(path)
 
 
 def _packing_profiles(items: list[str]) -> dict[str, tuple[float, float]]:
@@ -467,7 +509,6 @@ def _inputs(args, trace) -> dict[str, str]:
 
 def run(args) -> int:
     from lyra_solver.bench.sim.policies import get_policy
-    from lyra_solver.bench.sim.report import combine, markdown_table, ratios, write_outputs
 
     _validate(args)
     _check_more(args)
@@ -483,12 +524,52 @@ def run(args) -> int:
         _fail("--address", "only with --backend ray")
     if args.backend == "ray":
         _need_ray()
+    if args.sweep is None:
+        _compare(args, policies)
+        return 0
+    return _sweep(args, policies)
+
+
+def _sweep(args, policies) -> int:
+    """``--sweep``: the comparison at each point (a failing point is recorded and the others run), then
+    sweep.json, sweep.png and a table of the mean JCT ratios."""
+    from lyra_solver.bench.sim.sweep import parse_sweep, run_sweep, sweep_table, write_sweep
+
+    sweep = parse_sweep(args.sweep)
+    if args.trace is None:
+        _fail("--sweep", "needs --trace (a Pollux workload fixes its cluster)")
+    base = "baseline" if "baseline" in policies else policies[0]
+    refs = [base] + (["baseline-sjf"] if "baseline-sjf" in policies and base != "baseline-sjf" else [])
+    out = Path(args.out) if args.out else Path(".")
+    doc = run_sweep(args, sweep, lambda a: _compare(a, policies, heading=f"{sweep.name}={getattr(a, sweep.dest)}"),
+                    refs, out=out if args.out else None)
+    written = write_sweep(out, doc)
+    print(f"\n## sweep over {sweep.name}: mean JCT ratios (mean [95% interval] over the runs)\n")
+    print(sweep_table(doc))
+    print(f"\nwrote {', '.join(str(w) for w in written)}", file=sys.stderr)
+    if doc["failed"]:
+        print(f"sweep: {len(doc['failed'])} of {len(sweep.values)} points failed ("
+              + ", ".join(f"{sweep.name}={v}" for v in doc["failed"]) + "); the others are in sweep.json",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _compare(args, policies, heading: str | None = None):
+    """One comparison (every policy x seed x slice) on the options of ``args``: prints the table, writes --out, returns
+    the :class:`~lyra_solver.bench.sim.sweep.PointResult`."""
+    from lyra_solver.bench.sim.report import combine, markdown_table, ratios, write_outputs
+    from lyra_solver.bench.sim.sweep import PointResult, scale_arrivals
+
     trace, config = _setup(args)
-    traces = _slices(args, trace)
+    traces = [scale_arrivals(t, args.load_factor) for t in _slices(args, trace)]  # each slice at the load factor
     mapping = {"elastic_share": args.elastic_share, "restart_penalty": args.restart_penalty,
-               "preemption_penalty": args.preemption_penalty}
+               "preemption_penalty": args.preemption_penalty, "deadline_factor": list(args.deadline_range)}
     if args.packing:
         mapping["packing"] = {k: list(v) for k, v in sorted(args.packing.items())}
+    source = _gpu_util_source(args.packing_profiles, policies)
+    if source is not None:
+        mapping["gpu_util_source"] = source
     seeds = list(range(args.seed, args.seed + args.seeds))
     runs = [(s, k) for k in range(len(traces)) for s in seeds]
     tasks = [(p, s, k) for p in policies for s, k in runs]
@@ -507,6 +588,8 @@ def run(args) -> int:
     timings = {p: [results[(p, s, k)][1] for s, k in runs] for p in policies}
     base = "baseline" if "baseline" in policies else policies[0]
     rat = ratios({p: [results[(p, s, k)][0] for s, k in runs] for p in policies})
+    if heading:
+        print(f"\n## {heading}\n")
     print(markdown_table(summaries, timings, baseline=base, ratios=rat))
     print(f"{sum(len(t) for t in traces)} jobs, {len(tasks)} runs, {wall:.1f} s wall "
           f"({datetime.now(UTC).strftime('%Y-%m-%d')})", file=sys.stderr)
@@ -519,6 +602,7 @@ def run(args) -> int:
                 "load": args.load, "load_window": args.load_window, "seeds": seeds,
                 "training_servers": config.training_servers, "inference_servers": config.inference_servers,
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
+                "load_factor": args.load_factor,
                 **({"preset": args.preset, "event_rounds": config.event_rounds,
                     "round_origin": config.round_origin} if getattr(args, "preset", None) else {}),
                 **({"tiresias_threshold": config.tiresias_threshold,
@@ -526,4 +610,4 @@ def run(args) -> int:
                 "baseline": base}
         first = {p: results[(p, seeds[0], 0)][2] for p in policies}
         write_outputs(Path(args.out), summaries, timings, first, config, meta, ratios=rat)
-    return 0
+    return PointResult(summaries=summaries, runs={p: [results[(p, s, k)][0] for s, k in runs] for p in policies})

@@ -202,7 +202,7 @@ class _Sim:
         self.done = 0
         self.kept = SizesKept()
         self.packing: list = []  # the last decision's packing groups
-        self.profiles: dict[str, PackingProfile] = {}
+        self.profiles: dict[tuple, PackingProfile] = {}
         self.metrics = Metrics(self.specs[-1].submit if self.specs else 0.0, record=cfg.record)
         for name in policy.counters:
             self.metrics.counters[name] = 0
@@ -234,9 +234,10 @@ class _Sim:
         return tab
 
     def packing_profile(self, sp) -> PackingProfile:
-        prof = self.profiles.get(sp.app)
+        key = (sp.app, sp.gpu_util, sp.gpu_mem_gb)  # profiles drawn per job (.packing_profiles) differ within an app
+        prof = self.profiles.get(key)
         if prof is None:
-            prof = self.profiles[sp.app] = PackingProfile(gpu_util=sp.gpu_util, gpu_mem_gb=sp.gpu_mem_gb, app=sp.app)
+            prof = self.profiles[key] = PackingProfile(gpu_util=sp.gpu_util, gpu_mem_gb=sp.gpu_mem_gb, app=sp.app)
         return prof
 
     def count(self, name: str, value: int) -> None:

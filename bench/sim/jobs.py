@@ -84,4 +84,6 @@ class SimJob:
                 "start": self.start, "end": self.end,
                 "queue": None if self.start is None else self.start - sp.submit,
                 "jct": None if self.end is None else self.end - sp.submit,
-                "preemptions": self.preemptions, "scalings": self.scalings, "packed": self.packed}
+                "preemptions": self.preemptions, "scalings": self.scalings, "packed": self.packed,
+                "deadline": sp.deadline,
+                "met": None if sp.deadline is None else self.end is not None and self.end <= sp.deadline}

@@ -1,7 +1,8 @@
 """Metrics and outputs of simulation runs: summary.json, per-policy job CSVs, plots, a markdown table.
 
 :func:`summarize` turns one :class:`.engine.SimResult` into the reproducible metrics of DESIGN "Simulation"
-(JCT and queuing time mean/p50/p95/p99, usage of each cluster, preemptions, scaling and reclaim events);
+(JCT and queuing time mean/p50/p95/p99, makespan, deadline satisfaction, usage of each cluster, preemptions,
+scaling and reclaim events);
 :func:`combine` averages runs over seeds (mean, and the spread as the standard deviation); :func:`write_outputs`
 writes ``summary.json`` (bytes reproducible for the same inputs and seeds), ``timings.json`` (decide times, which
 are not), ``jobs-POLICY.csv``, ``segments-POLICY.csv`` (every interval of constant allocation),
@@ -65,8 +66,17 @@ def summarize(result, config) -> dict:
         "queue": _stats([r["queue"] for r in result.jobs if r["queue"] is not None]),
         "usage": usage,
         "usage_arrivals": _usage(result.gpu_seconds_window, result.window, config),
+        "deadline": _deadlines(result.jobs),
         **{k: result.counters[k] for k in sorted(result.counters)},
     }
+
+
+def _deadlines(rows: list[dict]) -> dict:
+    """Deadline satisfaction: of the jobs with a deadline, those that completed at or before it (a job still
+    running at the end of the run missed it)."""
+    with_dl = [r for r in rows if r.get("deadline") is not None]
+    met = sum(1 for r in with_dl if r["met"])
+    return {"jobs": len(with_dl), "met": met, "satisfaction": _r(met / len(with_dl)) if with_dl else None}
 
 
 def timing(result) -> dict:
@@ -165,7 +175,7 @@ def summary_bytes(summaries: dict[str, dict], meta: dict, ratios: dict | None = 
 def jobs_csv(result) -> bytes:
     buf = io.StringIO()
     cols = ["id", "line", "submit", "gpus", "app", "min_workers", "max_workers", "work", "start", "end", "queue",
-            "jct", "preemptions", "scalings", "packed"]
+            "jct", "preemptions", "scalings", "packed", "deadline"]
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
     for r in result.jobs:
@@ -294,6 +304,12 @@ def _fmt(x, scale=1.0, digits=0) -> str:
     return "-" if x is None else f"{x / scale:,.{digits}f}"
 
 
+def _met(d: dict | None) -> str:
+    if not d or d.get("satisfaction") is None:
+        return "-"
+    return f"{d['satisfaction'] * 100:.1f}%"
+
+
 def _ci(r: dict | None) -> str:
     if r is None or r["mean"] is None:
         return "-"
@@ -314,7 +330,7 @@ def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | 
     head = ("| policy | mean JCT (h) | " + (extra if vs else "JCT vs baseline | ") + "mean queue (h) | "
             + ("" if vs else "queue vs baseline | ") + "p99 JCT (h) | "
             "usage training* | usage inference* | usage total* | usage vs baseline | preemptions | scalings | "
-            "reclaims | packed** | decide p50/p99 (ms) |")
+            "reclaims | packed** | makespan (h) | deadlines met | decide p50/p99 (ms) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, s in summaries.items():
         bj = base["jct"]["mean"] if base else None
@@ -336,7 +352,8 @@ def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | 
                 f"{_fmt(s['jct']['p99'], 3600, 1)} | {_fmt(u['training'], 0.01, 1)}% | "
                 f"{_fmt(u['inference'], 0.01, 1)}% | {_fmt(u['total'], 0.01, 1)}% | {du} | "
                 f"{_fmt(s['preemptions'])} | {_fmt(s['scaling_events'])} | {_fmt(s['reclaim_events'])} | "
-                f"{_fmt(s.get('packed'))} | {tm} |")
+                f"{_fmt(s.get('packed'))} | {_fmt(s.get('makespan'), 3600, 1)} | {_met(s.get('deadline'))} | "
+                f"{tm} |")
             continue
         lines.append(
             f"| {name} | {_fmt(s['jct']['mean'], 3600, 2)} | {_ratio(bj, s['jct']['mean'])} | "
@@ -344,7 +361,7 @@ def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | 
             f"{_fmt(s['jct']['p99'], 3600, 1)} | {_fmt(u['training'], 0.01, 1)}% | "
             f"{_fmt(u['inference'], 0.01, 1)}% | {_fmt(u['total'], 0.01, 1)}% | {du} | "
             f"{_fmt(s['preemptions'])} | {_fmt(s['scaling_events'])} | {_fmt(s['reclaim_events'])} | "
-            f"{_fmt(s.get('packed'))} | {tm} |")
+            f"{_fmt(s.get('packed'))} | {_fmt(s.get('makespan'), 3600, 1)} | {_met(s.get('deadline'))} | {tm} |")
     lines.append("")
     lines.append("*usage while jobs arrive (first to last arrival); JCT/queue ratios: baseline / policy, "
                  "higher is better; **packed: job-rounds run as a packing guest")

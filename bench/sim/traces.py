@@ -15,7 +15,11 @@ elastic range, penalties) is :func:`map_jobs`, seeded and documented:
   its work is the statistical progress to its model's ``max_epochs`` at its batch size, it is elastic in
   ``1..batch / smallest local batch`` (ncf: 1) and its requested size is the row's ``num_replicas``;
 - packing profile (used only by policies with packing, e.g. ``lyra-pack``): ``gpu_util`` and ``gpu_mem_gb`` by
-  application from :data:`PACKING_PROFILES`, ``app`` = the application name.
+  application from :data:`PACKING_PROFILES`, ``app`` = the application name; with ``gpu_util_source`` the
+  ``gpu_util`` is instead drawn per row from the fractional pods of Alibaba's GPU-sharing trace
+  (:mod:`.packing_profiles`);
+- deadline (with ``deadline_factor``): ``submit + lambda x duration``, ``lambda`` uniform and seeded per row
+  (:mod:`.deadlines`).
 
 :data:`PACKING_PROFILES` is a documented table, not a measurement of these models. The utilisations are the
 modes of ``gpu_milli / 1000`` of the single-GPU fractional pods of the Alibaba GPU-sharing trace
@@ -91,6 +95,7 @@ class SimJobSpec:
     gpu_mem_gb: float = 0.0
     batch_size: int = 0  # the Pollux workload row's global batch size (0: not a Pollux job)
     model: Any = None  # the Pollux artifact's job model (.pollux.PolluxJob) of a Pollux workload row, else None
+    deadline: float | None = None  # absolute, the trace's clock (.deadlines); None: no deadline
 
 
 @dataclass(frozen=True)
@@ -388,10 +393,15 @@ def _unit(seed: int, salt: str, key: str, line: int) -> float:
 def map_jobs(trace: list[TraceJob], *, seed: int = 0, elastic_share: float = 0.5, restart_penalty: float = 30.0,
              preemption_penalty: float = 300.0, max_elastic: int = 64, server_gpus: int = 8,
              apps: tuple[str, ...] = PROFILE_MODELS,
-             packing: dict[str, tuple[float, float]] | None = None) -> list[SimJobSpec]:
+             packing: dict[str, tuple[float, float]] | None = None, gpu_util_source: str | None = None,
+             deadline_factor: tuple[float, float] | None = None) -> list[SimJobSpec]:
     """The documented, seeded mapping of trace rows onto the engine's job model (see the module docstring).
 
     ``packing`` overrides entries of :data:`PACKING_PROFILES` (``{app: (gpu_util, gpu_mem_gb)}``).
+    ``gpu_util_source``: an ``openb_pod_list`` CSV whose fractional pods each job's ``gpu_util`` is drawn from
+    (:mod:`.packing_profiles`; the application's ``packing`` override, when given, wins); ``None``: the table.
+    ``deadline_factor``: ``(lo, hi)`` of the deadlines ``submit + lambda x duration`` (:mod:`.deadlines`);
+    ``None``: no deadlines.
     """
     if not 0.0 <= elastic_share <= 1.0:
         raise ValueError(f"elastic_share must be in [0, 1], got {elastic_share}")
@@ -399,6 +409,15 @@ def map_jobs(trace: list[TraceJob], *, seed: int = 0, elastic_share: float = 0.5
     for app, (u, m) in profiles.items():
         if not (0 < u <= 1 and m >= 0):
             raise ValueError(f"packing[{app!r}]: gpu_util must be in (0, 1] and gpu_mem_gb >= 0, got {(u, m)}")
+    utils = deadlines = None
+    if gpu_util_source is not None:
+        from .packing_profiles import draw_gpu_utils, load_fractional_pods
+
+        utils = draw_gpu_utils(trace, load_fractional_pods(gpu_util_source), seed=seed)
+    if deadline_factor is not None:
+        from .deadlines import draw_deadlines
+
+        deadlines = draw_deadlines(trace, seed=seed, factor=tuple(deadline_factor))
     out = []
     for i, tj in enumerate(trace):
         app = tj.app or apps[int(_unit(seed, "app", tj.key, tj.line) * len(apps))]
@@ -423,6 +442,8 @@ def map_jobs(trace: list[TraceJob], *, seed: int = 0, elastic_share: float = 0.5
                 lo = hi = g
         out.append(SimJobSpec(id=f"j{i}", line=tj.line, submit=tj.submit, gpus=g, duration=duration, app=app,
                               work=work, min_workers=lo, max_workers=hi, restart_penalty=restart_penalty,
-                              preemption_penalty=preemption_penalty, gpu_util=profiles[app][0],
-                              gpu_mem_gb=profiles[app][1], batch_size=tj.batch_size, model=model))
+                              preemption_penalty=preemption_penalty,
+                              gpu_util=profiles[app][0] if utils is None or app in (packing or {}) else utils[i],
+                              gpu_mem_gb=profiles[app][1], batch_size=tj.batch_size, model=model,
+                              deadline=None if deadlines is None else deadlines[i]))
     return out

@@ -17,10 +17,17 @@ policy                    loaning  elastic  queue  allocation  reclaim  packing 
 ``lyra-pack``             yes      yes      sjf    greedy      greedy   gimbal   :mod:`.lyra_pack`
 ``tiresias``              no       no       las*   (none)      (none)   off      :mod:`.tiresias`
 ``optimus``               no       yes      fifo   greedy      (none)   off      :mod:`.optimus`
+``lucid``                 no       no       sjf    (none)      (none)   lucid    :mod:`.lucid`
+``gimbal``                no       no       sjf    (none)      (none)   gimbal   :mod:`.gimbal`
+``gimbal-deadline``       no       no       sjf    (none)      (none)   gimbal+  :mod:`.gimbal`
+``gimbal-makespan``       no       no       sjf    (none)      (none)   gimbal+  :mod:`.gimbal`
+``gimbal-exact``          no       no       sjf    (none)      (none)   exact    :mod:`.gimbal`
 ========================  =======  =======  =====  ==========  =======  =======  ==========================
 
 No loaning: the snapshot holds the training servers only (separate clusters). Not elastic: every job runs at
-its requested size (``min = max = g``). ``las*``: Tiresias' two queues (:mod:`.tiresias`).
+its requested size (``min = max = g``). ``las*``: Tiresias' two queues (:mod:`.tiresias`). ``gimbal+``: Gimbal's
+packing with its deadline or makespan objective (``packing_policy``); the packing systems run on the training
+cluster only, as their papers do.
 
 Adding a policy: a module with a :class:`.base.Policy` subclass (or none, when an existing class with other
 fields will do) and one row in :data:`POLICIES`; the CLI's choices and the tests' parametrisations read this
@@ -28,7 +35,8 @@ table. :func:`get_policy` takes further ``decide`` options by name (``get_policy
 
 References
 ----------
-Li et al., Lyra, EuroSys 2023; Gu et al., Tiresias, NSDI 2019; Yang et al., Gimbal, ACM TACO 2025.
+Li et al., Lyra, EuroSys 2023; Gu et al., Tiresias, NSDI 2019; Yang et al., Gimbal, ACM TACO 2025; Hu et al.,
+Lucid, ASPLOS 2023.
 """
 from __future__ import annotations
 
@@ -42,7 +50,9 @@ from lyra_solver.types import Options
 from .base import Policy, View
 from .baseline import Baseline
 from .elastic import Elastic
+from .gimbal import Gimbal
 from .loan import Loan
+from .lucid import Lucid
 from .lyra import Lyra
 from .lyra_fifo import LyraFifo
 from .lyra_pack import LyraPack
@@ -64,6 +74,11 @@ POLICIES: dict[str, Policy] = {p.name: p for p in (
     LyraPack("lyra-pack"),
     Tiresias("tiresias"),
     Optimus("optimus"),
+    Lucid("lucid"),
+    Gimbal("gimbal"),
+    Gimbal("gimbal-deadline", options=(("packing_policy", "deadline"),)),
+    Gimbal("gimbal-makespan", options=(("packing_policy", "makespan"),)),
+    Gimbal("gimbal-exact", packing="exact"),
 )}
 
 

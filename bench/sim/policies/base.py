@@ -114,7 +114,7 @@ class Policy:
                    placement=None if hidden else j.placement,
                    restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
                    attained_service=j.attained if attained is None else attained,
-                   packing=view.packing_profile(sp) if self.packing != "off" else None)
+                   packing=view.packing_profile(sp) if self.packing != "off" else None, deadline=sp.deadline)
 
     def snapshot(self, view: View, t: float, state: Any) -> tuple[Snapshot, set[int]]:
         """The round's snapshot and the running jobs (arrival indices) it shows as queued (default: none)."""
