@@ -8,8 +8,11 @@ with the independent checker, and carries it out with :func:`lyra_solver.apply_d
 mutates state; the engine's functions are pure.
 
 Time model:
-- a running job of ``w`` workers progresses at ``rate(w)`` (the engine's throughput model) and completes
-  exactly when its remaining work reaches zero (the completion time is solved for, not stepped to);
+- a running job of ``w`` workers progresses at the rate of the placement it holds: ``rate(w)`` of the engine's
+  throughput model on the ``k`` servers the placement spans (``rate_one(..., servers=k)``), or for a job of the
+  Pollux artifact's model (:mod:`.pollux`) its rate on the placement's replicas per server in its current
+  epoch (epoch ends are crossed at their solved times); it completes exactly when its remaining work reaches
+  zero (the completion time is solved for, not stepped to);
 - a job whose worker count or placement changes restarts: no progress for its ``restart_penalty`` seconds; a
   job preempted and later resumed makes no progress for its ``preemption_penalty`` seconds after resuming;
   GPUs are held (and counted as used) during both;
@@ -23,7 +26,9 @@ Time model:
   guest packed again on the same GPUs of the same host goes on undisturbed; packed elsewhere or started
   properly it restarts; left waiting it is preempted. Speeds are recomputed when a partner completes (the
   survivor runs unshared);
-- inference: ``need(t) = ceil(L(t) * inference_servers)`` servers serve; idle servers are taken first, then
+- rounds: every ``interval`` seconds while anything is active (on the grid from ``round_origin``, default the
+  first arrival) and, with ``event_rounds``, at an arrival or completion while GPUs are free;
+- inference: ``need(t)`` servers serve (:meth:`.traces.LoadCurve.servers`); idle servers are taken first, then
   ``inference.reclaim`` asks the next round for loaned servers back, which serve once returned.
 
 The parts: :mod:`.cluster` (servers and GPUs held), :mod:`.jobs` (a job's state), :mod:`.metrics` (counters,

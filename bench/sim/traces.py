@@ -11,6 +11,9 @@ elastic range, penalties) is :func:`map_jobs`, seeded and documented:
 - elastic with probability ``elastic_share`` (default 0.5, from a second seeded hash): ``min = ceil(g / 2)``,
   ``max = min(2 g, 64)`` (never below ``g``); otherwise ``min = max = g``;
 - restart penalty 30 s, preemption penalty 300 s;
+- a Pollux workload row (:func:`load_pollux_workload`) is sized by the artifact's job model (:mod:`.pollux`):
+  its work is the statistical progress to its model's ``max_epochs`` at its batch size, it is elastic in
+  ``1..batch / smallest local batch`` (ncf: 1) and its requested size is the row's ``num_replicas``;
 - packing profile (used only by policies with packing, e.g. ``lyra-pack``): ``gpu_util`` and ``gpu_mem_gb`` by
   application from :data:`PACKING_PROFILES`, ``app`` = the application name.
 

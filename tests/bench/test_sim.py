@@ -560,3 +560,12 @@ def test_tiresias_threshold_option(tmp_path, capsys):
         assert main(["simulate", "--trace", str(PHILLY), "--policy", "tiresias", "--tiresias-starve-limit", bad]) == 2
         err = capsys.readouterr().err.strip()
         assert "--tiresias-starve-limit" in err and len(err.splitlines()) == 1, err
+
+
+def test_a_policy_takes_further_decide_options_by_name():
+    pol = get_policy("lyra", {"time_limit": 2.5})
+    assert pol.name == "lyra" and pol.options == (("time_limit", 2.5),)
+    assert pol.decide_options(1.0).time_limit == 2.5 and get_policy("lyra").decide_options(1.0).time_limit == 1.0
+    assert get_policy("lyra") == POLICIES["lyra"]  # the table's row is not changed
+    with pytest.raises(InputError, match="bad decide option"):
+        get_policy("lyra", {"no_such_option": 1})
