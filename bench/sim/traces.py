@@ -123,9 +123,9 @@ class LoadCurve:
         return self.values[max(i, 0)]
 
 
-#: Longest trace duration accepted (seconds, about 3 years; Philly's longest job ran 4.6e6 s): with
+#: Longest trace duration accepted (seconds, about 116 days; Philly's longest job ran 4.6e6 s): with
 #: :data:`~lyra_solver.bench.sim.engine.MAX_EVENTS` it bounds the rounds of a replay.
-MAX_DURATION = 1e8
+MAX_DURATION = 1e7
 
 #: A number as the CSV files write it: ASCII digits, an optional sign, point and exponent (``1_000``, ``١٢``,
 #: ``nan`` and ``inf`` are refused, though Python's ``float`` would take them).
