@@ -845,7 +845,7 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     ...             "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}}]}''')
     >>> d = decide(snap, allocation="exact")
     >>> d.servers.reclaim, d.jobs["a"].placement, d.jobs["b"].action, d.jobs["b"].placement
-    (['i0'], {'t0': 6}, 'run', {'t0': 2})
+    (('i0',), {'t0': 6}, 'run', {'t0': 2})
     >>> d.summary.methods["allocation"], d.summary.preemptions
     ('mckp-core', 0)
     """
