@@ -99,8 +99,8 @@ def instances(cfg: Config) -> list[Instance]:
 def build(spec: dict):
     """The packing problem of step 6 on the instance's snapshot (None when no guest can join a host)."""
     from lyra_solver.io import parse_snapshot
-    from lyra_solver.packing import packing_instance
     from lyra_solver.pipeline import decide
+    from lyra_solver.steps.pack import packing_instance
 
     raw = crowded_snapshot(servers=spec["servers"], jobs=spec["jobs"], seed=spec["seed"], source=spec["source"])
     snap = parse_snapshot(json.dumps(raw).encode())

@@ -46,7 +46,7 @@ def test_every_packed_decision_passes_the_checker(seed, method, policy, stealing
     found = check_decision(raw, out)
     assert found == [], format_violations(found)
     if out["summary"]["methods"]["packing"] == "none":  # no waiting job may join any host (size, memory rules)
-        from lyra_solver.packing import packing_instance
+        from lyra_solver.steps.pack import packing_instance
 
         assert out["packing"] == [] and packing_instance(snap, decide(snap), queue=snap.options.queue) is None
     else:
@@ -80,7 +80,7 @@ def test_packing_starts_waiting_jobs_on_a_crowded_cluster():
 
 
 def test_measured_pair_speed_overrides_the_model():
-    from lyra_solver.packing import packing_instance
+    from lyra_solver.steps.pack import packing_instance
 
     raw = with_profiles(generate_snapshot(servers=6, jobs=40, seed=5, running_share=0.8), 5, deadlines=False)
     for job in raw["jobs"]:
