@@ -49,7 +49,7 @@ from lyra_solver.steps import STEPS, RoundState, Settings
 from lyra_solver.steps._state import Cluster
 from lyra_solver.steps.pack import pack
 from lyra_solver.types import Decision, PackingGroup, Snapshot
-from lyra_solver.validate import validate_snapshot
+from lyra_solver.validate import check_keep_packing, validate_snapshot
 from lyra_solver.values import BACKENDS
 
 __all__ = ["OPTION_VALUES", "Settings", "decide", "settings_of"]
@@ -125,8 +125,9 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     :mod:`lyra_solver.formulations.vocabulary`. ``timings=True`` adds ``summary.time_s`` (which makes the output
     differ from run to run). ``backend`` picks the value table's array library
     (:func:`lyra_solver.values.resolve_backend`; the numbers agree within float tolerance). ``keep_packing``
-    (the previous decision's ``packing``, from Python only): a packing guest that may share the same host GPUs
-    again keeps them instead of being re-paired, which would restart it (:func:`lyra_solver.packing.pack_step`).
+    (the previous decision's ``packing``, from Python only: PackingGroups or dicts in their JSON format, checked
+    by :func:`lyra_solver.validate.check_keep_packing`): a packing guest that may share the same host GPUs
+    again keeps them instead of being re-paired, which would restart it (:func:`lyra_solver.steps.pack.pack_step`).
 
     Raises
     ------
@@ -162,6 +163,7 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
                         f"got {type(snapshot).__name__}")
     t0 = time.perf_counter()
     snapshot = validate_snapshot(snapshot)
+    keep_packing = check_keep_packing(keep_packing)
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
                            placement=placement, packing=packing, time_limit=time_limit, backend=backend,
                            packing_policy=packing_policy)
