@@ -25,7 +25,8 @@ Rule ids
 ``loan-reclaimed``, ``loan-unused``, ``changed-wrong``, ``packing-unknown-server``,
 ``packing-server-unusable``, ``packing-gpus-out-of-range``, ``packing-jobs``,
 ``packing-job-not-running``, ``packing-insufficient-gpus``, ``packing-share-invalid``,
-``packing-direction``, ``summary-preemptions``.
+``packing-direction``, ``packing-profile-missing``, ``packing-memory``, ``packing-not-star``,
+``packing-equal-not-pair``, ``summary-preemptions``.
 
 Complexity: ``O(S + J + P + sum of placement sizes)`` for ``S`` servers, ``J`` jobs, ``P`` packing
 entries (dictionary look-ups only).

@@ -32,7 +32,8 @@ import gc
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
 
 import msgspec
 from lyra_solver.errors import InputError
@@ -43,6 +44,12 @@ from lyra_solver.formulations.vocabulary import (
     PLACEMENTS,
     QUEUE_ORDERS,
     RECLAIMS,
+    Allocation,
+    Packing,
+    PackingPolicy,
+    PlacementOption,
+    QueueOrder,
+    ReclaimOption,
     check_option,
 )
 from lyra_solver.steps import STEPS, RoundState, Settings
@@ -90,7 +97,11 @@ def settings_of(snap: Snapshot, **overrides) -> Settings:
     return Settings(**base)
 
 
-def _collector_paused(func):
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _collector_paused(func: Callable[_P, _R]) -> Callable[_P, _R]:
     """Run ``func`` with Python's cyclic garbage collector paused, restored afterwards (even on error).
 
     A round allocates hundreds of thousands of small acyclic objects (dicts, tuples, job decisions); their
@@ -99,7 +110,7 @@ def _collector_paused(func):
     freed anyway; a collector already disabled by the application is left as it is.
     """
     @functools.wraps(func)
-    def paused(*args, **kwargs):
+    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         if not gc.isenabled():
             return func(*args, **kwargs)
         gc.disable()
@@ -111,10 +122,10 @@ def _collector_paused(func):
 
 
 @_collector_paused
-def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | None = None,
-           reclaim: str | None = None, placement: str | None = None, packing: str | None = None,
-           time_limit: float | None = None, timings: bool = False, backend: str = "auto",
-           deterministic: bool = False, packing_policy: str | None = None,
+def decide(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocation: Allocation | None = None,
+           reclaim: ReclaimOption | None = None, placement: PlacementOption | None = None,
+           packing: Packing | None = None, time_limit: float | None = None, timings: bool = False,
+           backend: str = "auto", deterministic: bool = False, packing_policy: PackingPolicy | None = None,
            keep_packing: Sequence[PackingGroup] = ()) -> Decision:
     """One scheduling round: the decision for ``snapshot``.
 
