@@ -18,6 +18,7 @@ import time
 import numpy as np
 from lyra_solver.formulations import SolveResult, relative_gap
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
 from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD
 from lyra_solver.steps._state import RoundState, Scaled, Settings, StepReport, usable_servers, used_gpus
 from lyra_solver.values import TIME_CAP, JobOptions, ValueTable, lp_bound, option_grid, value_table
@@ -124,9 +125,7 @@ def _refine(opts: list[JobOptions], table: ValueTable, elastic: np.ndarray, capa
         for r in wide.tolist():
             o, t, s = opts[el[r]], int(best[r]), int(steps[r])
             # the step at least halves; the window (at most one old step either side) fits the cells per row
-            fine = max(1, min(-(-s // 2), -(-2 * s // (per_row - 1))))
-            half = min(s, fine * ((per_row - 1) // 2))
-            lo, hi = max(o.min_workers, t - half), min(o.max_workers, t + half)
+            lo, hi, fine = zoom_window(o.min_workers, o.max_workers, t, s, per_row)
             steps[r] = fine
             window.append(o._replace(min_workers=lo, max_workers=hi, step=int(steps[r]), anchor=t))
             offset += o.gpus_per_worker * (lo - o.min_workers)
@@ -195,16 +194,11 @@ def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
     evenly spaced grid of worker counts (min, max and the current count kept; see
     :func:`~lyra_solver.values.option_grid`). Returns the options and whether any row was thinned."""
     widths = np.fromiter((o.max_workers - o.min_workers + 1 for o in opts), np.int64, len(opts))
-    elastic = int((widths > 1).sum())
-    if elastic == 0 or elastic * int(widths.max()) <= MAX_TABLE_CELLS:
+    steps = thin_steps(widths, MAX_TABLE_CELLS)
+    if steps is None:
         return opts, False
-    cap = max(MAX_TABLE_CELLS // elastic, 3)
-    out = []
-    for o, width in zip(opts, widths.tolist(), strict=True):
-        if width > cap:
-            step = -(-(width - 1) // (cap - 2))  # (cap - 2) steps span the row, plus room for the anchor
-            o = o._replace(step=step)
-        out.append(o)
+    elastic = int((widths > 1).sum())
+    out = [o._replace(step=step) if step > 1 else o for o, step in zip(opts, steps, strict=True)]
     log.warning("value table thinned: %d elastic jobs x up to %d options > %d cells; the allocation is chosen "
                 "among the thinned options, its bound is over every option", elastic, int(widths.max()),
                 MAX_TABLE_CELLS)
