@@ -3,8 +3,9 @@
 This package imports no other package of the project. One front door per family, each with a registry of
 methods (``method=...``): :func:`solve_mckp` (elastic allocation, :mod:`.mckp`), :func:`solve_reclaim`
 (server reclamation, :mod:`.reclaim`), :func:`solve_placement` and :func:`solve_joint` (placement,
-:mod:`.placement`). Every method returns a frozen subclass of :class:`SolveResult`. Backends (OR-Tools,
-PuLP, SciPy's HiGHS, numba) are imported only when a method needs them.
+:mod:`.placement`), :func:`lyra_solver.formulations.packing.solve_packing` (GPU sharing, :mod:`.packing`: the
+exact assignment and the brute-force reference). Every method returns a frozen subclass of :class:`SolveResult`.
+Backends (OR-Tools, PuLP, SciPy's HiGHS, numba) are imported only when a method needs them.
 """
 from lyra_solver.formulations._result import SolveResult, Status, relative_gap
 from lyra_solver.formulations.mckp import MCKPProblem, MCKPResult, solve_mckp

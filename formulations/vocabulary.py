@@ -98,11 +98,11 @@ STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 
 #: Method names a decision's ``summary.methods`` may report, per step: ``none`` (nothing to do), the reclaim
-#: methods, ``mckp-<method>`` for allocation, the placement methods (``bfd-fallback``: the ILP gave no answer),
-#: the packing methods (``cpsat`` for ``exact``).
+#: methods, ``mckp-<method>`` for allocation and ``mckp-<method>-thinned`` when the value table was thinned, the
+#: placement methods (``bfd-fallback``: the ILP gave no answer), the packing methods (``cpsat`` for ``exact``).
 STEP_METHODS: tuple[str, ...] = ("none", "greedy", "cpsat", "cbc", "bfd", "bfd-fallback", "gimbal", "lucid",
                                  "random") + tuple(
-    f"mckp-{m}" for m in MCKP_METHODS)
+    f"mckp-{m}{suffix}" for suffix in ("", "-thinned") for m in MCKP_METHODS)
 StepMethod = Literal[STEP_METHODS]  # type: ignore[valid-type]
 
 

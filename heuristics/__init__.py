@@ -1,4 +1,6 @@
-"""Published heuristics and baselines: Lyra's greedy reclaim, queue orders, best-fit-decreasing placement.
+"""Published heuristics and baselines: Lyra's greedy reclaim (and two baselines), queue orders, admission by
+donation, best-fit-decreasing placement, and the packing policies (Gimbal's greedy squeeze/swell, Lucid's threshold
+pairing, Gandiva's random pairing: :mod:`lyra_solver.heuristics.packing`).
 
 Imports ``formulations`` (problem types and results), never ``solver`` or ``bench``. The MCKP heuristics
 (greedy on marginal gain, convex-hull greedy) live in :mod:`lyra_solver.formulations.mckp.greedy` and

@@ -1,5 +1,6 @@
 """lyra-solver: the engine's face. Snapshot and decision types, JSON I/O and validation, value tables,
-``decide``, the checker.
+``decide`` and its steps (:mod:`lyra_solver.steps`: reclaim, loan, admit, scale, place, pack), applying a decision,
+the checker.
 
 Everything a scheduler needs is importable from here::
 

@@ -93,10 +93,11 @@ def apply_decision(snapshot: Snapshot, decision: Decision) -> Snapshot:
 
 
 def _server_after(s: Server, reclaim: set[str], loan: set[str]) -> Server:
+    """The server with its new state (every other field kept: a copy through ``msgspec.structs.replace``)."""
     if s.id in reclaim:
-        return Server(id=s.id, pool=s.pool, gpus=s.gpus, state="serving")
+        return msgspec.structs.replace(s, state="serving")
     if s.id in loan:
-        return Server(id=s.id, pool=s.pool, gpus=s.gpus, state="loaned")
+        return msgspec.structs.replace(s, state="loaned")
     return s
 
 

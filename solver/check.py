@@ -25,7 +25,8 @@ Rule ids
 ``loan-reclaimed``, ``loan-unused``, ``changed-wrong``, ``packing-unknown-server``,
 ``packing-server-unusable``, ``packing-gpus-out-of-range``, ``packing-jobs``,
 ``packing-job-not-running``, ``packing-insufficient-gpus``, ``packing-share-invalid``,
-``packing-direction``, ``summary-preemptions``.
+``packing-direction``, ``packing-profile-missing``, ``packing-memory``, ``packing-not-star``,
+``packing-equal-not-pair``, ``summary-preemptions``.
 
 Complexity: ``O(S + J + P + sum of placement sizes)`` for ``S`` servers, ``J`` jobs, ``P`` packing
 entries (dictionary look-ups only).
@@ -738,9 +739,18 @@ def check_decision(snapshot: Any, decision: Any) -> list[Violation]:
 
 
 def _plain(value: Any) -> Any:
-    """A typed object (msgspec Struct) as the plain JSON data it encodes to; anything else as it is."""
+    """A typed object (msgspec Struct) as the plain JSON data it encodes to; plain data with its tuples as the
+    JSON arrays they stand for (``msgspec.to_builtins`` of a snapshot keeps its tuples); anything else as it is."""
     if isinstance(value, msgspec.Struct):
         return msgspec.json.decode(msgspec.json.encode(value, enc_hook=_scalar))
+    return _arrays(value)
+
+
+def _arrays(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_arrays(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _arrays(v) for k, v in value.items()}
     return value
 
 

@@ -46,8 +46,76 @@ JobAction = Literal["run", "wait", "preempt"]
 JOB_ACTIONS: tuple[str, ...] = get_args(JobAction)
 
 
+class FrozenDict(dict):
+    """A ``dict`` that cannot be changed after construction: the mappings of the frozen structs below.
+
+    A subclass of ``dict``, so that msgspec encodes it and ``==`` compares it as a dict; every method that would
+    change it raises ``TypeError``. Copies (``copy.copy``, pickling) are frozen dicts again.
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"{type(self).__name__} is read-only (a snapshot or decision is immutable; build a new "
+                        "one with msgspec.structs.replace)")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (dict(self),)
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        import copy
+
+        return type(self)({copy.deepcopy(k, memo): copy.deepcopy(v, memo) for k, v in self.items()})
+
+
+#: Per struct class: its fields that hold sequences (stored as tuples) or mappings (stored as frozen dicts).
+_FROZEN_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _frozen_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    def kinds(t: Any) -> set[bool]:
+        if isinstance(t, _inspect.UnionType):
+            return set().union(*(kinds(u) for u in t.types))
+        if isinstance(t, _inspect.VarTupleType | _inspect.TupleType):
+            return {True}
+        if isinstance(t, _inspect.DictType):
+            return {False}
+        return set()
+
+    out = []
+    for f in _inspect.type_info(cls).fields:
+        k = kinds(f.type)
+        if len(k) == 1:
+            out.append((f.name, k.pop()))
+    fields = _FROZEN_FIELDS[cls] = tuple(out)
+    return fields
+
+
+def _freeze(value: Any, sequence: bool) -> Any:
+    if sequence:
+        return value if value is None or type(value) is tuple else tuple(value)
+    return FrozenDict(value) if type(value) is dict else value
+
+
 class _Struct(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
-    pass
+    """A frozen struct whose sequences are tuples and whose mappings are :class:`FrozenDict`: immutable after
+    construction, however it was built (decoded JSON, keyword arguments with lists and dicts, ``replace``)."""
+
+    def __post_init__(self) -> None:
+        fields = _FROZEN_FIELDS.get(type(self))
+        if fields is None:
+            fields = _frozen_fields(type(self))
+        for name, sequence in fields:
+            value = getattr(self, name)
+            fixed = _freeze(value, sequence)
+            if fixed is not value:
+                msgspec.structs.force_setattr(self, name, fixed)
 
 
 class _Canonical(_Struct):
@@ -68,8 +136,8 @@ def canonical(obj: Any) -> Any:
     """
     if isinstance(obj, _Canonical):
         return _canonical_struct(obj)
-    if isinstance(obj, list):
-        out = [canonical(v) for v in obj]
+    if isinstance(obj, list | tuple):
+        out = tuple(canonical(v) for v in obj)
         return obj if all(a is b for a, b in zip(out, obj, strict=True)) else out
     if isinstance(obj, msgspec.Struct):
         spec = _SPECS.get(type(obj))
@@ -120,7 +188,7 @@ def _kind_of(t) -> int | None:
         return _FLOAT
     if isinstance(t, _inspect.IntType):
         return _INT
-    if isinstance(t, _inspect.ListType):
+    if isinstance(t, _inspect.ListType | _inspect.VarTupleType):
         return {_FLOAT: _FLOAT_LIST, _INT: _INT_LIST}.get(_kind_of(t.item_type))
     if isinstance(t, _inspect.DictType):
         return {_FLOAT: _FLOAT_DICT, _INT: _INT_DICT}.get(_kind_of(t.value_type))
@@ -133,7 +201,7 @@ def _has_struct(t) -> bool:
         return issubclass(t.cls, _Canonical) or any(_has_struct(f.type) for f in t.fields)
     if isinstance(t, _inspect.UnionType):
         return any(_has_struct(u) for u in t.types)
-    if isinstance(t, _inspect.ListType):
+    if isinstance(t, _inspect.ListType | _inspect.VarTupleType):
         return _has_struct(t.item_type)
     if isinstance(t, _inspect.DictType):
         return _has_struct(t.value_type)
@@ -170,8 +238,8 @@ def _normal(value, kind: int):
         return _number(value, kind)
     inner = _FLOAT if kind in (_FLOAT_LIST, _FLOAT_DICT) else _INT
     if kind <= _INT_LIST:
-        if isinstance(value, list):
-            fixed = [_number(v, inner) for v in value]
+        if isinstance(value, list | tuple):
+            fixed = tuple(_number(v, inner) for v in value)
             return value if all(a is b for a, b in zip(fixed, value, strict=True)) else fixed
         return value
     if isinstance(value, dict):
@@ -191,8 +259,8 @@ class PowerThroughput(_Canonical, tag="power", tag_field="kind"):
 class TableThroughput(_Canonical, tag="table", tag_field="kind"):
     """Measured ``rate`` at ``workers`` (strictly increasing), linear in between, covering min..max."""
 
-    workers: Annotated[list[PositiveInt], Meta(min_length=1)]
-    rate: Annotated[list[PositiveFloat], Meta(min_length=1)]
+    workers: Annotated[tuple[PositiveInt, ...], Meta(min_length=1)]
+    rate: Annotated[tuple[PositiveFloat, ...], Meta(min_length=1)]
 
 
 class ProfileThroughput(_Canonical, tag="profile", tag_field="kind"):
@@ -264,8 +332,9 @@ class Options(_Canonical):
     packing_policy: PackingPolicy = "jct"
     packing_overhead: Annotated[float, Meta(ge=0, lt=1)] = 0.05
     sample_stealing: bool = True
-    pair_speed: dict[str, Annotated[list[Annotated[float, Meta(gt=0, le=1)]], Meta(min_length=2, max_length=2)]] \
-        | None = None  # "appA|appB" -> [speed of A, speed of B] when they share GPUs
+    # "appA|appB" -> [speed of A, speed of B] when they share GPUs
+    pair_speed: dict[str, Annotated[tuple[Annotated[float, Meta(gt=0, le=1)], ...],
+                                    Meta(min_length=2, max_length=2)]] | None = None
     packing_seed: NonNegInt = 0  # seed of the random packing baseline
     objective: Objective = "jct-reduction"  # the allocation's value table (lyra_solver.objectives)
 
@@ -274,8 +343,8 @@ class Snapshot(_Canonical, weakref=True):
     """The cluster as the scheduler sees it at the start of a round."""
 
     format_version: Literal[1]
-    servers: list[Server]
-    jobs: list[Job]
+    servers: tuple[Server, ...]
+    jobs: tuple[Job, ...]
     now: float = 0.0
     inference: Inference = Inference()
     options: Options = Options()
@@ -292,14 +361,14 @@ class JobDecision(_Struct):
 
 
 class ServerDecision(_Struct, omit_defaults=False):
-    reclaim: list[ServerId] = []
-    loan: list[ServerId] = []
+    reclaim: tuple[ServerId, ...] = ()
+    loan: tuple[ServerId, ...] = ()
 
 
 class PackingGroup(_Canonical):
     server: ServerId
     gpus: PositiveInt
-    jobs: list[JobId]
+    jobs: tuple[JobId, ...]
     shares: dict[JobId, Annotated[float, Meta(gt=0, le=1)]]
 
 
@@ -320,7 +389,7 @@ class Decision(_Struct, omit_defaults=False):
     servers: ServerDecision
     jobs: dict[JobId, JobDecision]
     summary: Summary
-    packing: list[PackingGroup] = []
+    packing: tuple[PackingGroup, ...] = ()
 
 
 # --------------------------------------------------------------------------------------- MCKP
@@ -328,15 +397,15 @@ BigNonNegInt = Annotated[int, Meta(ge=0, le=2**62)]
 
 
 class MCKPClass(_Canonical):
-    weights: Annotated[list[BigNonNegInt], Meta(min_length=1)]
-    values: Annotated[list[float], Meta(min_length=1)]
+    weights: Annotated[tuple[BigNonNegInt, ...], Meta(min_length=1)]
+    values: Annotated[tuple[float, ...], Meta(min_length=1)]
 
 
 class MCKPInstance(_Canonical):
     """Pick exactly one item per class, total weight <= capacity, maximise total value."""
 
     capacity: BigNonNegInt
-    classes: list[MCKPClass]
+    classes: tuple[MCKPClass, ...]
 
 
 class MCKPAnswer(_Canonical):
@@ -344,7 +413,7 @@ class MCKPAnswer(_Canonical):
     objective: float | None
     bound: float | None
     gap: float | None
-    choice: list[int] | None
+    choice: tuple[int, ...] | None
     method: Literal[MCKP_METHODS]  # type: ignore[valid-type]
     time_s: float | None = None
 

@@ -10,8 +10,8 @@ Two layers, both raising :class:`~lyra_solver.errors.InputError` with the field 
 
 :func:`parse_snapshot` (bytes) and :func:`validate_snapshot` (objects) remember the snapshots they accepted (by
 identity, while they live), so :func:`lyra_solver.decide` re-checks nothing it was handed from them: validation
-stays on by default and costs the round nothing. A snapshot is frozen; its lists are meant to be read-only too (a
-list that changed length after validation is validated again).
+stays on by default and costs the round nothing. A snapshot is immutable all the way down (frozen structs, tuples,
+read-only dicts), so no change after validation can go unchecked: a changed snapshot is a new object.
 """
 from __future__ import annotations
 
@@ -119,25 +119,23 @@ def _dict_sizes(snap: Snapshot) -> tuple:
     return tuple(sizes)
 
 
-#: id of a snapshot accepted before -> (weak reference to it, fingerprint of its lists, its validated form)
+#: id of a snapshot accepted before -> (weak reference to it, its validated form). Identity is enough: a
+#: snapshot is immutable all the way down (frozen structs, tuples, :class:`~lyra_solver.types.FrozenDict`), so
+#: what was validated is what is used.
 _VALID: dict[int, tuple] = {}
-
-
-def _fingerprint(snap: Snapshot) -> tuple:
-    return id(snap.servers), len(snap.servers), id(snap.jobs), len(snap.jobs)
 
 
 def _remember(snap: Snapshot, validated: Snapshot | None = None) -> None:
     key = id(snap)
-    _VALID[key] = (weakref.ref(snap, lambda _ref, key=key: _VALID.pop(key, None)), _fingerprint(snap),
+    _VALID[key] = (weakref.ref(snap, lambda _ref, key=key: _VALID.pop(key, None)),
                    None if validated is None or validated is snap else validated)
 
 
 def _remembered(snap: Snapshot) -> Snapshot | None:
     entry = _VALID.get(id(snap))
-    if entry is None or entry[0]() is not snap or entry[1] != _fingerprint(snap):
+    if entry is None or entry[0]() is not snap:
         return None
-    return entry[2] or snap
+    return entry[1] or snap
 
 
 def _unencodable_path(obj, path: str = "") -> str:
@@ -172,14 +170,15 @@ def _literal_values(type_: type, path: str) -> tuple | None:
         while isinstance(node, _inspect.UnionType):
             options = [t for t in node.types if not isinstance(t, _inspect.NoneType)]
             if part.startswith("["):
-                options = [t for t in options if isinstance(t, _inspect.ListType | _inspect.DictType)]
+                options = [t for t in options
+                           if isinstance(t, _inspect.ListType | _inspect.VarTupleType | _inspect.DictType)]
             else:
                 options = [t for t in options if isinstance(t, _inspect.StructType | _inspect.DictType)
                            and (not isinstance(t, _inspect.StructType) or any(f.name == part for f in t.fields))]
             if len(options) != 1:
                 return None
             node = options[0]
-        if isinstance(node, _inspect.ListType) and part.startswith("["):
+        if isinstance(node, _inspect.ListType | _inspect.VarTupleType) and part.startswith("["):
             node = node.item_type
         elif isinstance(node, _inspect.DictType):
             node = node.value_type
@@ -344,7 +343,7 @@ def _find_non_finite(obj, path: str = "") -> str | None:
             found = _find_non_finite(v, _join(path, str(k)))
             if found:
                 return found
-    elif isinstance(obj, list):
+    elif isinstance(obj, list | tuple):
         for i, v in enumerate(obj):
             found = _find_non_finite(v, f"{path}[{i}]")
             if found:

@@ -370,16 +370,16 @@ def test_a_server_of_2_31_gpus_with_a_job_of_1_to_2_31_workers():
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), cells=st.sampled_from([8, 20, 60]))
 def test_a_thinned_table_gives_a_feasible_decision_within_the_full_bound(seed, cells):
-    import lyra_solver.pipeline as pipeline
+    import lyra_solver.steps.scale as scale
 
     doc = snapshot(servers=8, jobs=12, seed=seed)
     full, _ = _decide_checked(doc)
-    old = pipeline.MAX_TABLE_CELLS
-    pipeline.MAX_TABLE_CELLS = cells
+    old = scale.MAX_TABLE_CELLS
+    scale.MAX_TABLE_CELLS = cells
     try:
         thin, _ = _decide_checked(doc)
     finally:
-        pipeline.MAX_TABLE_CELLS = old
+        scale.MAX_TABLE_CELLS = old
     # what the thinned round achieves is a choice of the full MCKP: never above the full optimum's bound
     bound = full["summary"].get("bound")
     assert bound is None or thin["summary"]["jct_reduction"] <= bound + 1e-6 * max(1.0, abs(bound))

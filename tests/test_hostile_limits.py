@@ -105,12 +105,13 @@ def test_thinned_round_reports_a_bound_over_the_full_table(seed, monkeypatch):
     the full table's exact optimum (the same round unthinned), and 'optimal' only with gap 0."""
     import json
 
-    from lyra_solver import decide, parse_snapshot, pipeline
+    from lyra_solver import decide, parse_snapshot
     from lyra_solver.bench.generate import generate_snapshot
+    from lyra_solver.steps import scale
 
     snap = parse_snapshot(json.dumps(generate_snapshot(servers=6, jobs=12, seed=seed, gpus=16)).encode())
     full = decide(snap, allocation="exact", deterministic=True)
-    monkeypatch.setattr(pipeline, "MAX_TABLE_CELLS", 24)
+    monkeypatch.setattr(scale, "MAX_TABLE_CELLS", 24)
     thin = decide(snap, allocation="exact", deterministic=True)
     assert thin.summary.methods["allocation"] == "mckp-core-thinned"
     assert full.summary.statuses["allocation"] == "optimal"
@@ -143,12 +144,13 @@ def test_thinned_round_zooms_in_close_to_the_full_optimum(seed, monkeypatch):
     table's optimum (the first thinned answer was 22 % and 47 % below it for seeds 3 and 7)."""
     import json
 
-    from lyra_solver import decide, parse_snapshot, pipeline
+    from lyra_solver import decide, parse_snapshot
     from lyra_solver.bench.generate import generate_snapshot
+    from lyra_solver.steps import scale
 
     snap = parse_snapshot(json.dumps(generate_snapshot(servers=6, jobs=12, seed=seed, gpus=16)).encode())
     full = decide(snap, allocation="exact", deterministic=True)
-    monkeypatch.setattr(pipeline, "MAX_TABLE_CELLS", 24)
+    monkeypatch.setattr(scale, "MAX_TABLE_CELLS", 24)
     thin = decide(snap, allocation="exact", deterministic=True)
     assert thin.summary.methods["allocation"] == "mckp-core-thinned"
     opt = full.summary.jct_reduction
@@ -427,7 +429,7 @@ def test_gimbal_greedy_stops_at_its_deadline_with_a_valid_packing():
 def test_packing_exact_not_run_when_the_limit_passed_before_it(monkeypatch):
     import time
 
-    from lyra_solver import packing as sp
+    from lyra_solver.steps import pack as sp
 
     def never(*args, **kwargs):
         raise AssertionError("CP-SAT called with no time left")

@@ -106,7 +106,7 @@ def test_keep_packing_is_validated(keep, path):
 
 def test_keep_packing_as_json_dicts_equals_the_typed_groups():
     from lyra_solver.io import encode
-    from lyra_solver.packing import pack_step  # noqa: F401 - the step keep_packing feeds
+    from lyra_solver.steps.pack import pack_step  # noqa: F401 - the step keep_packing feeds
 
     snap = load_snapshot(str(EXAMPLE))
     first = decide(snap, packing="gimbal")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .traces import TraceJob, _unit
+from ._rows import TraceJob, _unit
 
 __all__ = ["DEFAULT_FACTOR", "draw_deadlines"]
 

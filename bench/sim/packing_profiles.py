@@ -25,7 +25,7 @@ from pathlib import Path
 
 from lyra_solver.errors import InputError
 
-from .traces import TraceJob, _num, _rows, _unit
+from ._rows import TraceJob, _num, _rows, _unit
 
 __all__ = ["OPENB_FIELDS", "draw_gpu_utils", "load_fractional_pods"]
 

@@ -38,11 +38,7 @@ Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training
 """
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
 import math
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +48,8 @@ from lyra_solver.errors import InputError
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import PROFILE_MODELS, ProfileThroughput
 
+from ._rows import _INTEGER, _NUMBER, TraceJob, _num, _open_rows, _read_text, _rows, _unit  # noqa: F401 - re-exported
+
 PHILLY_FIELDS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 POLLUX_FIELDS = ("name", "time", "application", "num_replicas", "batch_size")
 ALIBABA_QPS_FIELDS = ("timestamp_anon", "value")
@@ -60,20 +58,6 @@ ALIBABA_QPS_FIELDS = ("timestamp_anon", "value")
 PACKING_PROFILES: dict[str, tuple[float, float]] = {
     "imagenet": (0.81, 14.0), "bert": (0.81, 16.0), "yolov3": (0.65, 12.0), "deepspeech2": (0.47, 10.0),
     "cifar10": (0.32, 3.0), "ncf": (0.23, 2.0)}
-
-
-@dataclass(frozen=True)
-class TraceJob:
-    """One training job of a trace: arrival (s from the trace's start), GPUs requested, duration at that size."""
-
-    line: int
-    submit: float
-    gpus: int
-    duration: float
-    key: str  # the row's text: the seed of its application and elasticity
-    app: str | None = None  # given by the trace (Pollux) or None (drawn by map_jobs)
-    batch_size: int = 0  # the Pollux workload's global batch size (0: a Philly row)
-    root: str = ""  # the Pollux data folder whose measurements size the job (Pollux rows only)
 
 
 @dataclass(frozen=True)
@@ -126,81 +110,6 @@ class LoadCurve:
 #: Longest trace duration accepted (seconds, about 116 days; Philly's longest job ran 4.6e6 s): with
 #: :data:`~lyra_solver.bench.sim.engine.MAX_EVENTS` it bounds the rounds of a replay.
 MAX_DURATION = 1e7
-
-#: A number as the CSV files write it: ASCII digits, an optional sign, point and exponent (``1_000``, ``١٢``,
-#: ``nan`` and ``inf`` are refused, though Python's ``float`` would take them).
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
-_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
-
-
-def _read_text(path: str | Path, what: str) -> tuple[str, str]:
-    """(name, text) of a CSV file or of standard input (``-``), at most :data:`lyra_solver.io.MAX_INPUT_BYTES`;
-    a byte-order mark is dropped. ``what`` ("trace", "load") names the input in errors."""
-    from lyra_solver.io import read_bytes
-
-    path = str(path)
-    name = "<stdin>" if path == "-" else path
-    try:
-        data = read_bytes(path)
-    except InputError as err:
-        raise InputError(err.path, err.problem.replace("cannot read", f"cannot read the {what}", 1), name) from None
-    try:
-        return name, data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = data[:err.start].count(b"\n") + 1
-        raise InputError(f"line {line}", f"not UTF-8 text ({what} file): {err.reason}", name) from None
-
-
-def _open_rows(path: str | Path, fields: tuple[str, ...], what: str = "trace", text: str | None = None):
-    """(name, reader, column index by name, width) of a CSV whose header has ``fields``; ``text`` when read."""
-    name, text = (str(path), text) if text is not None else _read_text(path, what)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise InputError("line 1", f"empty {what} file: no header", name) from None
-    except csv.Error as err:
-        raise InputError("line 1", f"not CSV: {err}", name) from None
-    seen: set[str] = set()
-    for col in header:
-        if col in seen:
-            raise InputError("line 1", f"column {col!r} appears twice in the header", name)
-        seen.add(col)
-    missing = [f for f in fields if f not in header]
-    if missing:
-        raise InputError("line 1", f"header lacks column {missing[0]!r} (expected {', '.join(fields)})", name)
-    return name, reader, {f: header.index(f) for f in header}, len(header)
-
-
-def _rows(path, fields, what: str = "trace", text: str | None = None):
-    name, reader, col, width = _open_rows(path, fields, what, text)
-    try:
-        for row in reader:
-            line = reader.line_num
-            if not row:
-                continue
-            if len(row) != width:
-                raise InputError(f"line {line}", f"{len(row)} fields, expected {width} (truncated or "
-                                 "malformed row)", name)
-            yield line, row, col, name
-    except csv.Error as err:
-        raise InputError(f"line {reader.line_num}", f"not CSV: {err}", name) from None
-
-
-def _num(text: str, path, line: int, field: str, *, integer: bool = False, positive: bool = False,
-         most: float = math.inf) -> float:
-    ok = (_INTEGER if integer else _NUMBER).fullmatch(text.strip())
-    x = (int(text) if integer else float(text)) if ok else math.nan
-    if not ok:
-        raise InputError(f"line {line}", f"{field}: not a{'n integer' if integer else ' number'} (ASCII digits "
-                         f"only): {text!r}", str(path))
-    if (not integer and not math.isfinite(x)) or x < 0 or (positive and x <= 0):  # an int may pass a double
-        raise InputError(f"line {line}", f"{field}: must be {'positive' if positive else 'non-negative'}, "
-                         f"got {text!r}", str(path))
-    if x > most:
-        raise InputError(f"line {line}", f"{field}: must be at most {most:g}, got {text!r}", str(path))
-    return x
-
 
 def _when(text: str) -> datetime:
     """A date and time of the trace or of ``--start``/``--end``: UTC unless it carries an offset
@@ -383,11 +292,6 @@ def merge_close(curve: LoadCurve, interval: float) -> LoadCurve:
             times.append(t)
             values.append(v)
     return LoadCurve(tuple(times), tuple(values), max(curve.period, interval), absolute=curve.absolute)
-
-
-def _unit(seed: int, salt: str, key: str, line: int) -> float:
-    h = hashlib.blake2b(f"{seed}|{salt}|{line}|{key}".encode(), digest_size=8).digest()
-    return int.from_bytes(h, "big") / 2.0**64
 
 
 def map_jobs(trace: list[TraceJob], *, seed: int = 0, elastic_share: float = 0.5, restart_penalty: float = 30.0,

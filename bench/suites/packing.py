@@ -3,7 +3,7 @@
 Instances: crowded clusters (``lyra-solver generate`` snapshots, 70% of jobs running), every job with a packing
 profile, half of them with a deadline between 0.8 and 3 times their remaining time at ``min_workers``; steps
 1-5 of :func:`~lyra_solver.decide` run first and the jobs still waiting are the guests of step 6
-(:func:`lyra_solver.packing.packing_instance`). Two sources of profiles:
+(:func:`lyra_solver.steps.pack.packing_instance`). Two sources of profiles:
 
 - ``generated``: ``gpu_util`` uniform over {0.23, 0.32, 0.47, 0.65, 0.81, 1.0}, ``gpu_mem_gb`` uniform in [1, 40];
 - ``alibaba``: ``gpu_util`` drawn from the 3,078 fractional single-GPU pods of Alibaba's GPU-sharing trace
@@ -99,8 +99,8 @@ def instances(cfg: Config) -> list[Instance]:
 def build(spec: dict):
     """The packing problem of step 6 on the instance's snapshot (None when no guest can join a host)."""
     from lyra_solver.io import parse_snapshot
-    from lyra_solver.packing import packing_instance
     from lyra_solver.pipeline import decide
+    from lyra_solver.steps.pack import packing_instance
 
     raw = crowded_snapshot(servers=spec["servers"], jobs=spec["jobs"], seed=spec["seed"], source=spec["source"])
     snap = parse_snapshot(json.dumps(raw).encode())

@@ -11,7 +11,6 @@ Computation 10, 119-142. HiGHS, https://highs.dev.
 from __future__ import annotations
 
 import math
-import re
 import time
 
 import numpy as np
@@ -19,6 +18,18 @@ from lyra_solver.formulations._forked import run_bounded
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, check_float_solver_values, make_result
 
 __all__ = ["solve_highs"]
+
+
+#: scipy.optimize.milp's ``status`` codes (its documented result statuses, which it maps from HiGHS's model
+#: status): the backend status written in answers, and whether the answer is proven optimal. The status is read
+#: from this table, never from the message text.
+HIGHS_STATUS: dict[int, tuple[str, bool]] = {
+    0: ("Optimal", True),
+    1: ("Time or iteration limit reached", False),
+    2: ("Infeasible", False),  # not a proof here: solve_mckp established feasibility before dispatch
+    3: ("Unbounded", False),
+    4: ("Other", False),
+}
 
 
 #: Above this many variables HiGHS runs without presolve unless asked: its presolve of the MCKP rows grows
@@ -54,8 +65,8 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
     Returns
     -------
     MCKPResult
-        ``method="highs"``; ``backend_status`` is HiGHS's model status text (e.g. ``Optimal``,
-        ``Time limit reached``).
+        ``method="highs"``; ``backend_status`` is the text of scipy's status code (:data:`HIGHS_STATUS`, e.g.
+        ``Optimal``, ``Time or iteration limit reached``).
 
     Notes
     -----
@@ -88,18 +99,17 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
     def run():
         res = milp(c, constraints=LinearConstraint(a, lo, hi), integrality=np.ones(nv), bounds=Bounds(0, 1),
                    options=options)
-        return res.status, res.x, str(res.message), getattr(res, "mip_dual_bound", None)
+        return int(res.status), res.x, getattr(res, "mip_dual_bound", None)
 
     if time_limit is None:
-        status, x, message, dual = run()
+        status, x, dual = run()
     else:  # HiGHS's set-up before its search ignores the limit: run it where it can be killed
         answer = run_bounded(run, start + float(time_limit) + KILL_GRACE, what="HiGHS", size=nv)
         if answer is None:
             return make_result(problem, None, None, proven=False, start=start, method="highs",
                                backend_status=f"killed {KILL_GRACE} s after the time limit")
-        status, x, message, dual = answer
-    m = re.search(r"HiGHS Status \d+: ([^)]*)", message)
-    msg = m.group(1) if m else message
+        status, x, dual = answer
+    msg, proven = HIGHS_STATUS.get(status, (f"status {status}", False))
     # status == 2 (infeasible) cannot be a proof here: feasibility was established above
     bound = -float(dual) if dual is not None and math.isfinite(dual) else None
     choice = None
@@ -111,7 +121,7 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
             choice[rows[sel]] = cols[sel]
             if problem.choice_weight(choice) > problem.capacity:
                 choice = None
-    return make_result(problem, choice, bound, proven=status == 0 and choice is not None, start=start,
+    return make_result(problem, choice, bound, proven=proven and choice is not None, start=start,
                        method="highs", backend_status=msg)
 
 

@@ -16,7 +16,7 @@ Methods (``solve_packing(..., method=...)``):
 
 The published heuristics (Gimbal's greedy squeeze/swell search, Lucid's threshold pairing, Gandiva's random
 pairing) are in :mod:`lyra_solver.heuristics.packing`: they take the same problem and return the same result,
-and the engine (``lyra_solver.packing``) dispatches to them by the same names; they are not registered here
+and the engine (``lyra_solver.steps.pack``) dispatches to them by the same names; they are not registered here
 because ``formulations`` imports nothing of the project.
 """
 from __future__ import annotations

@@ -95,8 +95,8 @@ def test_snapshot_shows_a_rate_table_of_the_current_epoch():
     j = SimJob(specs[0], 0)
     j.epoch = 7
     tab = sim.job_throughput(j, 1, 6)
-    assert tab.workers == [1, 2, 3, 4, 5, 6]
-    assert tab.rate == [specs[0].model.rate(compact(w, 4), 7) for w in range(1, 7)]
+    assert list(tab.workers) == [1, 2, 3, 4, 5, 6]
+    assert list(tab.rate) == [specs[0].model.rate(compact(w, 4), 7) for w in range(1, 7)]
     assert compact(6, 4) == (4, 2) and compact(8, 4) == (4, 4)
 
 

@@ -16,24 +16,18 @@ from lyra_solver import io
 from lyra_solver.bench.generate import generate_snapshot
 from lyra_solver.heuristics.placement import FreeIndex
 from lyra_solver.heuristics.queue import queue_order
-from lyra_solver.pipeline import (
-    Admitted,
-    Cluster,
-    _times_at_min,
-    admit_step,
-    decide,
-    loan_step,
-    reclaim_step,
-    settings_of,
-    usable_servers,
-    used_gpus,
-)
+from lyra_solver.pipeline import decide, settings_of
+from lyra_solver.steps import RoundState
+from lyra_solver.steps._state import Admitted, Cluster, usable_servers, used_gpus
+from lyra_solver.steps.admit import admit, times_at_min
+from lyra_solver.steps.loan import loan
+from lyra_solver.steps.reclaim import reclaim
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def reference_admit(cl, rec, borrowed, queued, settings, times_min) -> Admitted:
-    """The former implementation of :func:`admit_step`, verbatim but for names."""
+    """The former implementation of :func:`lyra_solver.steps.admit.admit`, verbatim but for names."""
     snap = cl.snap
     order = queue_order(
         settings.queue,
@@ -77,7 +71,7 @@ def reference_admit(cl, rec, borrowed, queued, settings, times_min) -> Admitted:
 class _DonorPool:
     """Free GPUs plus the extra workers of running elastic jobs, for admitting base demand by donation.
 
-    Local mutable state of :func:`admit_step` only. ``room[s]`` bounds what server ``s`` can offer (free GPUs
+    Local mutable state of the reference admission only. ``room[s]`` bounds what server ``s`` can offer (free GPUs
     plus its donors' removable workers); ``total`` is the exact GPUs offered cluster-wide, so a job that
     cannot fit is rejected in O(1).
     """
@@ -166,12 +160,13 @@ def _steps(snap: dict, **options):
     s = io.parse_snapshot(io.encode(snap))
     settings = settings_of(s, **options)
     cl = Cluster.of(s)
-    rec = reclaim_step(cl, settings)
-    queued = [j for j, pl in enumerate(rec.placement) if pl is None]
-    times_min = _times_at_min(cl, queued)
-    used = used_gpus(cl, rec.placement)
-    borrowed = loan_step(cl, rec, queued, used)
-    return cl, rec, borrowed, queued, settings, times_min, used
+    state = RoundState(cl)
+    rec = reclaim(state, settings)
+    state = RoundState(cl, reclaim=rec)
+    borrowed = loan(state, settings)
+    state = RoundState(cl, reclaim=rec, loan=borrowed)
+    queued = rec.queued
+    return state, cl, rec, borrowed, queued, settings, times_at_min(cl, queued)
 
 
 def _crowded(seed: int, servers: int, jobs: int, gpus: int, reclaim: int) -> dict:
@@ -184,9 +179,9 @@ def _crowded(seed: int, servers: int, jobs: int, gpus: int, reclaim: int) -> dic
 @given(seed=st.integers(0, 2**31 - 1), servers=st.integers(1, 40), jobs=st.integers(1, 200),
        gpus=st.sampled_from([2, 4, 8]), reclaim=st.integers(0, 4), queue=st.sampled_from(["sjf", "fifo", "las"]))
 def test_admission_keeps_its_rules_and_matches_the_reference(seed, servers, jobs, gpus, reclaim, queue):
-    cl, rec, borrowed, queued, settings, times_min, used = _steps(_crowded(seed, servers, jobs, gpus, reclaim),
-                                                                  queue=queue)
-    adm = admit_step(cl, rec, borrowed, queued, settings, times_min, used)
+    state, cl, rec, borrowed, queued, settings, times_min = _steps(_crowded(seed, servers, jobs, gpus, reclaim),
+                                                                   queue=queue)
+    adm = admit(state, settings)
     ref = reference_admit(cl, rec, borrowed, queued, settings, times_min)
     assert adm.placement == ref.placement
     assert adm.admitted == ref.admitted
@@ -212,8 +207,8 @@ def test_admission_keeps_its_rules_and_matches_the_reference(seed, servers, jobs
 @pytest.mark.parametrize("seed", range(6))
 def test_donors_do_not_grow_back_in_the_same_round(seed):
     snap = _crowded(seed, 12, 120, 8, 1)
-    cl, rec, borrowed, queued, settings, times_min, used = _steps(snap)
-    adm = admit_step(cl, rec, borrowed, queued, settings, times_min, used)
+    state, cl, rec, borrowed, queued, settings, times_min = _steps(snap)
+    adm = admit(state, settings)
     decision = decide(io.parse_snapshot(io.encode(snap)))
     ids = [j["id"] for j in snap["jobs"]]
     for d in adm.donors:
@@ -226,8 +221,8 @@ def test_some_generated_rounds_admit_by_donation():
     """The comparisons above are not vacuous: crowded snapshots do admit jobs with donors."""
     donors = 0
     for seed in range(10):
-        cl, rec, borrowed, queued, settings, times_min, used = _steps(_crowded(seed, 12, 120, 8, 1))
-        donors += len(admit_step(cl, rec, borrowed, queued, settings, times_min, used).donors)
+        state, *_, settings, _times = _steps(_crowded(seed, 12, 120, 8, 1))
+        donors += len(admit(state, settings).donors)
     assert donors > 0
 
 

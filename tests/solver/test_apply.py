@@ -87,7 +87,7 @@ def test_deciding_again_changes_nothing_where_nothing_changed(servers, jobs, see
     _check(after, again)
     if allocation != "exact":
         return
-    assert again.servers.reclaim == [] and again.servers.loan == []
+    assert again.servers.reclaim == () and again.servers.loan == ()
     for job in after.jobs:
         jd = again.jobs[job.id]
         assert jd.action == "run" and jd.placement == job.placement and jd.changed is False, job.id
@@ -170,11 +170,11 @@ def test_packing_guests_return_to_the_queue_and_the_next_snapshot_is_valid():
                 "packing": {"gpu_util": 0.23, "gpu_mem_gb": 2, "app": "ncf"}}]}''')
     decision = decide(snap)
     _check(snap, decision)
-    assert [g.jobs for g in decision.packing] == [["h", "g"]] and decision.jobs["g"].action == "run"
+    assert [g.jobs for g in decision.packing] == [("h", "g")] and decision.jobs["g"].action == "run"
     after = apply_decision(snap, decision)
     _assert_applied(snap, decision, after)
     assert after.jobs[0].placement == {"t0": 8} and after.jobs[1].placement is None
     assert parse_snapshot(encode(after)) == after  # valid: the guest holds none of the host's GPUs
     again = decide(after)  # packed again the next round
     _check(after, again)
-    assert [g.jobs for g in again.packing] == [["h", "g"]]
+    assert [g.jobs for g in again.packing] == [("h", "g")]

@@ -201,3 +201,19 @@ def test_never_raises_on_junk_anywhere() -> None:
             found = check_decision(SNAPSHOT, decision)
             assert isinstance(found, list) and all(isinstance(v, Violation) for v in found)
             assert "checker could not read" not in format_violations(found), (path, junk)
+
+
+def test_the_module_docstring_lists_every_rule_id():
+    """The rule ids of the module docstring are the ones the checker writes (literal ids, and the two families
+    ``reclaim-``/``loan-`` x ``duplicate``/``unknown-server`` that rule_reclaim and rule_loan share)."""
+    import re
+
+    import lyra_solver.check as check
+
+    source = Path(check.__file__).read_text()
+    listed = set(re.findall(r"``([a-z-]+)``", check.__doc__.partition("Rule ids")[2].partition("Complexity")[0]))
+    written = set(re.findall(r'Violation\(\s*"([a-z-]+)"', source))
+    families = re.findall(r'Violation\(f"\{field\}(-[a-z-]+)"', source)
+    assert families  # the shared walk still writes its two families
+    written |= {f"{field}{suffix}" for field in ("reclaim", "loan") for suffix in families}
+    assert listed == written

@@ -46,7 +46,7 @@ def test_every_packed_decision_passes_the_checker(seed, method, policy, stealing
     found = check_decision(raw, out)
     assert found == [], format_violations(found)
     if out["summary"]["methods"]["packing"] == "none":  # no waiting job may join any host (size, memory rules)
-        from lyra_solver.packing import packing_instance
+        from lyra_solver.steps.pack import packing_instance
 
         assert out["packing"] == [] and packing_instance(snap, decide(snap), queue=snap.options.queue) is None
     else:
@@ -66,7 +66,7 @@ def test_off_is_the_default_and_changes_nothing():
     raw = with_profiles(generate_snapshot(servers=6, jobs=24, seed=3, running_share=0.7), 3)
     snap = io.parse_snapshot(json.dumps(raw).encode())
     off = decide(snap)
-    assert off.packing == [] and "packing" not in off.summary.methods
+    assert off.packing == () and "packing" not in off.summary.methods
     assert io.encode(decide(snap, packing="off")) == io.encode(off)
 
 
@@ -80,7 +80,7 @@ def test_packing_starts_waiting_jobs_on_a_crowded_cluster():
 
 
 def test_measured_pair_speed_overrides_the_model():
-    from lyra_solver.packing import packing_instance
+    from lyra_solver.steps.pack import packing_instance
 
     raw = with_profiles(generate_snapshot(servers=6, jobs=40, seed=5, running_share=0.8), 5, deadlines=False)
     for job in raw["jobs"]:
@@ -157,7 +157,7 @@ def test_keep_packing_keeps_a_guest_on_its_host_gpus(method):
     other, at = ("b", "t1") if first == "a" else ("a", "t0")
     kept = decide(snap, **run, keep_packing=[PackingGroup(server=at, gpus=1, jobs=[other, "g"],
                                                           shares={other: 1.0, "g": 1.0})])
-    assert [(g.server, g.jobs) for g in kept.packing] == [(at, [other, "g"])]
+    assert [(g.server, g.jobs) for g in kept.packing] == [(at, (other, "g"))]
     assert kept.jobs["g"].placement == {at: 1}
     for out in (free, kept):
         found = check_decision(raw, json.loads(io.encode(out)))
@@ -169,7 +169,7 @@ def test_keep_packing_keeps_a_guest_on_its_host_gpus(method):
         assert io.encode(decide(snap, **run, keep_packing=[stale])) == io.encode(free)
     _, small = _two_hosts_one_guest({at: 15.0})  # the pair's 20 GB no longer fits where it was
     keep = [PackingGroup(server=at, gpus=1, jobs=[other, "g"], shares={other: 1.0, "g": 1.0})]
-    assert [g.jobs for g in decide(small, **run, keep_packing=keep).packing] == [[first, "g"]]
+    assert [g.jobs for g in decide(small, **run, keep_packing=keep).packing] == [(first, "g")]
 
 
 @given(st.integers(0, 10_000), st.sampled_from(METHODS), st.floats(0.2, 1.0))

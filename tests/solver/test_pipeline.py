@@ -102,7 +102,7 @@ def test_reclaim_shrinks_rather_than_preempts():
         ],
     }
     decision = _round(snap)[1]
-    assert decision.servers.reclaim == ["i0"]
+    assert decision.servers.reclaim == ("i0",)
     assert decision.jobs["rigid"].action == "run"
     assert decision.jobs["elastic"].workers == 4
     assert decision.summary.preemptions == 0
@@ -117,7 +117,7 @@ def test_idle_servers_are_not_borrowed_for_nothing():
                   "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}}],
     }
     decision = _round(snap)[1]
-    assert decision.servers.loan == []
+    assert decision.servers.loan == ()
     assert decision.jobs["a"].placement == {"t0": 2}
 
 

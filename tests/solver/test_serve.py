@@ -286,7 +286,7 @@ def test_check_apply_mckp_and_schema_routes(server, tmp_path):
     for method in ("auto", "greedy"):
         status, headers, body = raw(server.url, "POST", f"/v1/mckp?method={method}", inst, JSON_HEADERS)
         assert status == 200 and body == cli("mckp", str(tmp_path / "m.json"), "--method", method).stdout
-    assert client.mckp(inst).choice == [1, 1]
+    assert client.mckp(inst).choice == (1, 1)
     assert client.mckp(inst, method="greedy", time_limit=5).method == "greedy"
     for name in ("snapshot", "decision", "mckp", "mckp-answer"):
         assert raw(server.url, "GET", f"/v1/schema/{name}")[2] == cli("schema", name).stdout

@@ -118,15 +118,17 @@ def test_unknown_option_in_the_file_names_the_allowed_values():
     assert ", ".join(sorted(QUEUE_ORDERS)) in err.value.problem
 
 
-def test_validation_is_remembered_and_not_fooled_by_a_grown_list():
+def test_validation_is_remembered_and_a_changed_snapshot_is_a_new_one():
     snap = io.parse_snapshot((ROOT / "examples" / "cluster.json").read_bytes())
     assert validate_snapshot(snap) is snap
     typed = _snap()
     checked = validate_snapshot(typed)
     assert validate_snapshot(typed) is checked
-    typed.jobs.append(_job())  # duplicate id: must be seen
+    with pytest.raises(AttributeError):
+        typed.jobs.append(_job())  # a tuple: a validated snapshot cannot grow
+    grown = msgspec.structs.replace(typed, jobs=[*typed.jobs, _job()])  # duplicate id: must be seen
     with pytest.raises(InputError, match="duplicate job id"):
-        decide(typed)
+        decide(grown)
 
 
 def test_decide_on_a_typed_snapshot_equals_decide_on_its_json():

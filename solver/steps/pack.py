@@ -1,8 +1,9 @@
-"""Step 6 of the round, packing (DESIGN "Packing"): waiting jobs share GPUs with running ones.
+"""Step 6 of the round, pack (DESIGN "Packing"): waiting jobs share GPUs with running ones.
 
-:func:`pack_step` takes the decision of steps 1-5 and returns it with guests packed: *hosts* are the jobs that
-run in the decision and have a ``packing`` profile; *guests* are the queued jobs still waiting that have one,
-each at its ``min_workers``. It builds a :class:`~lyra_solver.formulations.packing.PackingProblem` (candidates
+:func:`pack` is the step: the decision of steps 1-5 (:func:`lyra_solver.steps.decision.decision_of`) with guests
+packed by :func:`pack_step`, which takes any decision of steps 1-5 and returns it with guests packed: *hosts* are
+the jobs that run in the decision and have a ``packing`` profile; *guests* are the queued jobs still waiting that
+have one, each at its ``min_workers``. It builds a :class:`~lyra_solver.formulations.packing.PackingProblem` (candidates
 that obey the rules: a guest no larger than its host, both jobs' GPU memory within each server's
 ``gpu_mem_gb``, every guest worker on GPUs of host workers of one server, a host worker shared with one guest
 at most), solves it with the chosen method and writes the packed guests as ``run`` actions and the shared GPUs
@@ -29,11 +30,13 @@ import numpy as np
 from lyra_solver.formulations.packing import PackingProblem, PackingResult, solve_packing
 from lyra_solver.heuristics.packing import gimbal_greedy, lucid_pairing, random_pairing
 from lyra_solver.heuristics.queue import queue_order
+from lyra_solver.steps._state import RoundState, Settings
+from lyra_solver.steps.decision import decision_of
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import Decision, JobDecision, PackingGroup, Snapshot
 from lyra_solver.values import TIME_CAP
 
-__all__ = ["PACKING_METHODS", "PackingInstance", "pack_step", "packing_instance"]
+__all__ = ["PACKING_METHODS", "PackingInstance", "pack", "pack_step", "packing_instance"]
 
 log = logging.getLogger(__name__)
 
@@ -264,6 +267,18 @@ def packing_instance(snapshot: Snapshot, decision: Decision, *, policy: str = "j
         policy=policy, sample_stealing=opts.sample_stealing, overhead=opts.packing_overhead,
         measured=np.array(measured, dtype=np.float64))
     return PackingInstance(problem, tuple(host_jobs), tuple(guest_jobs), tuple(placements), frozenset(kept))
+
+
+def pack(state: RoundState, settings: Settings) -> Decision:
+    """The round's decision: steps 1-5 as a decision, then packing by ``settings.packing`` (``off``: none).
+
+    The exact method gets what is left of the round's time limit; ``settings.keep_packing`` (the previous
+    decision's packing) lets guests keep their host GPUs (see :func:`pack_step`).
+    """
+    decision = decision_of(state)
+    return pack_step(state.cluster.snap, decision, method=settings.packing, policy=settings.packing_policy,
+                     time_limit=settings.left(), queue=settings.queue, deterministic=settings.deterministic,
+                     keep=settings.keep_packing)
 
 
 def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: str, time_limit: float,

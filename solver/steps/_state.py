@@ -1,0 +1,225 @@
+"""The round's frozen state: the settings, the index view of the snapshot and what each step has decided so far.
+
+Every step of :mod:`lyra_solver.steps` is a pure function ``step(state, settings) -> result`` of the
+:class:`RoundState` and the :class:`Settings`; :func:`lyra_solver.pipeline.decide` adds each result to a new
+state (``dataclasses.replace``) and hands it to the next step. Nothing here is changed after construction
+(frozen dataclasses, tuples; the placements inside are the steps' own and read-only by convention: each step
+builds new ones).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, fields
+
+import numpy as np
+from lyra_solver.formulations import SolveResult
+from lyra_solver.formulations.vocabulary import (
+    SERVER_STATES,
+    Allocation,
+    Packing,
+    PackingPolicy,
+    PlacementOption,
+    QueueOrder,
+    ReclaimOption,
+    ServerKind,
+)
+from lyra_solver.types import PackingGroup, Snapshot
+from lyra_solver.values import ValueTable
+
+__all__ = ["Admitted", "Cluster", "Placed", "Reclaimed", "RoundState", "Scaled", "Settings", "StepReport",
+           "usable_servers", "used_gpus"]
+
+#: Workers per server index of one job (``None``: the job does not run).
+JobPlacement = dict[int, int] | None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The options of one round (snapshot ``options`` overridden by keyword arguments)."""
+
+    queue: QueueOrder
+    allocation: Allocation
+    reclaim: ReclaimOption
+    placement: PlacementOption
+    packing: Packing
+    time_limit: float
+    timings: bool = False
+    packing_policy: PackingPolicy = "jct"
+    backend: str = "auto"  # value-table backend (values.BACKENDS)
+    #: exact steps on deterministic limits (CP-SAT's deterministic time, the MCKP core's memory limit) instead
+    #: of wall time: the same answer whatever the machine's load (README "Limits")
+    deterministic: bool = False
+    #: ``time.perf_counter()`` by which the round's exact steps stop (wall clock; not used when deterministic)
+    deadline: float = math.inf
+    #: the previous decision's ``packing`` (from Python only): guests that may keep their host GPUs (step 6)
+    keep_packing: tuple[PackingGroup, ...] = ()
+    objective: str = "jct-reduction"  # the value table's formula (lyra_solver.objectives)
+
+    def left(self) -> float:
+        """Seconds an exact step may use now: what is left of the round's ``time_limit`` (at least 1 ms)."""
+        if self.deterministic or self.deadline == math.inf:
+            return self.time_limit
+        return max(min(self.time_limit, self.deadline - time.perf_counter()), 0.001)
+
+
+@dataclass(frozen=True, eq=False)
+class Cluster:
+    """Index view of a snapshot: servers and jobs by position, placements as ``{server index: workers}``."""
+
+    snap: Snapshot
+    sid: dict[str, int]
+    gpus: np.ndarray
+    kind: np.ndarray  # ServerKind codes
+    gpw: np.ndarray
+    min_w: np.ndarray
+    max_w: np.ndarray
+    placement: tuple[JobPlacement, ...]
+    server_gpus: int
+
+    @classmethod
+    def of(cls, snap: Snapshot) -> Cluster:
+        """The index view of ``snap`` (O(S + J + H) for S servers, J jobs, H placement entries)."""
+        codes = {state: int(ServerKind[state.upper()]) for state in SERVER_STATES}
+        sid = {s.id: i for i, s in enumerate(snap.servers)}
+        gpus = np.fromiter((s.gpus for s in snap.servers), np.int64, len(snap.servers))
+        kind = np.fromiter((ServerKind.TRAINING if s.pool == "training" else codes[s.state]  # type: ignore[index]
+                            for s in snap.servers), np.int8, len(snap.servers))
+        n = len(snap.jobs)
+        mode = Counter(gpus.tolist()).most_common()
+        server_gpus = max((g for g, c in mode if c == mode[0][1]), default=8)
+        return cls(
+            snap=snap, sid=sid, gpus=gpus, kind=kind,
+            gpw=np.fromiter((j.gpus_per_worker for j in snap.jobs), np.int64, n),
+            min_w=np.fromiter((j.min_workers for j in snap.jobs), np.int64, n),
+            max_w=np.fromiter((j.max_workers for j in snap.jobs), np.int64, n),
+            placement=tuple(None if j.placement is None else {sid[k]: v for k, v in j.placement.items()}
+                            for j in snap.jobs),
+            server_gpus=int(server_gpus),
+        )
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What a step tells the decision summary: the method, its status and, where known, objective, bound, gap."""
+
+    method: str
+    status: str
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+
+    @classmethod
+    def of(cls, result: SolveResult, **overrides: object) -> StepReport:
+        """The report of a solver's result (any family's :class:`SolveResult`), fields overridden by keyword."""
+        given: dict[str, object] = dict(method=result.method, status=str(result.status), objective=result.objective,
+                                        bound=result.bound, gap=result.gap)
+        given.update(overrides)
+        return cls(**given)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------- step results
+@dataclass(frozen=True, eq=False)
+class Reclaimed:
+    """Step 1: the loaned servers given back and the running jobs after it."""
+
+    servers: tuple[int, ...]  # server indices given back
+    placement: tuple[JobPlacement, ...]  # running jobs after the reclaim (None: not running)
+    preempted: tuple[int, ...]
+    shrunk: frozenset[int]
+    report: StepReport
+
+    @property
+    def queued(self) -> list[int]:
+        """The jobs without a placement after the reclaim (queued before, or just preempted), in job order."""
+        return [j for j, pl in enumerate(self.placement) if pl is None]
+
+
+@dataclass(frozen=True, eq=False)
+class Admitted:
+    """Step 3: running and admitted jobs (admitted ones at their base demand)."""
+
+    placement: tuple[JobPlacement, ...]
+    admitted: tuple[int, ...]
+    donors: frozenset[int]  # running jobs that gave workers to admitted ones
+
+
+@dataclass(frozen=True, eq=False)
+class Scaled:
+    """Step 4: the worker count of every job that runs, from the MCKP over the value table."""
+
+    jobs: tuple[int, ...]  # the jobs that run (running kept + admitted), in job order
+    table: ValueTable
+    targets: np.ndarray  # workers per entry of ``jobs``
+    report: StepReport
+
+
+@dataclass(frozen=True, eq=False)
+class Placed:
+    """Step 5: the placement of every job."""
+
+    placement: tuple[JobPlacement, ...]
+    report: StepReport
+
+
+@dataclass(frozen=True, eq=False)
+class RoundState:
+    """What the round knows before a step: the cluster and the results of the steps run so far.
+
+    A step reads the results it depends on through the properties below, which refuse a state the step cannot
+    run on (a step called out of order is a programming error, :class:`RuntimeError`).
+    """
+
+    cluster: Cluster
+    reclaim: Reclaimed | None = None
+    loan: tuple[int, ...] | None = None  # idle server indices borrowed (step 2)
+    admit: Admitted | None = None
+    scale: Scaled | None = None
+    place: Placed | None = None
+
+    def _need(self, name: str):  # noqa: ANN202 - one of the result types above
+        value = getattr(self, name)
+        if value is None:
+            done = [f.name for f in fields(self) if f.name != "cluster" and getattr(self, f.name) is not None]
+            raise RuntimeError(f"the round has no {name} step yet (done: {', '.join(done) or 'none'})")
+        return value
+
+    @property
+    def reclaimed(self) -> Reclaimed:
+        return self._need("reclaim")
+
+    @property
+    def borrowed(self) -> tuple[int, ...]:
+        return self._need("loan")
+
+    @property
+    def admitted(self) -> Admitted:
+        return self._need("admit")
+
+    @property
+    def scaled(self) -> Scaled:
+        return self._need("scale")
+
+    @property
+    def placed(self) -> Placed:
+        return self._need("place")
+
+
+# ------------------------------------------------------------------------------------------- shared views
+def used_gpus(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPlacement]) -> np.ndarray:
+    """GPUs used on each server by the placements given (``None``: a job not running)."""
+    used = [0] * cl.gpus.shape[0]
+    for g, pl in zip(cl.gpw.tolist(), placement, strict=True):
+        if pl:
+            for s, n in pl.items():
+                used[s] += n * g
+    return np.array(used, dtype=np.int64)
+
+
+def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:
+    """Mask of the servers training may use this round: training, loaned and kept, or borrowed."""
+    mask = cl.kind <= ServerKind.LOANED  # training, or loaned
+    mask[list(rec.servers)] = False
+    mask[list(borrowed)] = True
+    return mask

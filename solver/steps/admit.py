@@ -1,0 +1,96 @@
+"""Step 3 of the round, admit (DESIGN "Round pipeline"): queued and just-preempted jobs get their base demand
+(``min_workers``) in queue order; training servers first, then loaned, then borrowed.
+
+Two passes, as in Lyra (base demand before elastic extras):
+
+1. free GPUs only: each job in queue order (:func:`lyra_solver.heuristics.queue.queue_order`) gets its
+   ``min_workers`` (all or nothing) by :meth:`~lyra_solver.heuristics.placement.FreeIndex.place` when the free
+   GPUs of the usable servers can hold them;
+2. donation: the jobs that did not fit, in queue order again, may also take the extra workers (above
+   ``min_workers``) of jobs that were running before the round (:class:`lyra_solver.heuristics.donation.Donation`).
+   A donor keeps at least its ``min_workers``, and does not grow back in this round's scaling.
+
+Running time: O(Q log Q + Q G) for the first pass (Q queued jobs, G the largest free GPU count); the second pass
+rejects a job that cannot fit in O(G) from bounds kept per GPU size, and scans servers in order only for a job
+that may fit.
+"""
+from __future__ import annotations
+
+import numpy as np
+from lyra_solver.formulations.vocabulary import ServerKind, Tier
+from lyra_solver.heuristics.donation import Donation
+from lyra_solver.heuristics.placement import FreeIndex
+from lyra_solver.heuristics.queue import queue_order
+from lyra_solver.steps._state import Admitted, Cluster, RoundState, Settings, usable_servers, used_gpus
+from lyra_solver.values import JobOptions, value_table
+
+__all__ = ["ADMIT_TIERS", "admit"]
+
+ADMIT_TIERS = (Tier.TRAINING, Tier.LOANED, Tier.BORROWED)  # base demand prefers training servers
+
+
+def admit(state: RoundState, settings: Settings) -> Admitted:
+    """Base demand of the queued jobs in queue order (``settings.queue``), then by donation."""
+    cl, reclaimed, borrowed = state.cluster, state.reclaimed, state.borrowed
+    snap = cl.snap
+    queued = reclaimed.queued
+    times_min = times_at_min(cl, queued)
+    order = queue_order(
+        settings.queue,
+        submit_time=[snap.jobs[j].submit_time for j in queued],
+        min_time=[times_min[j] for j in queued],
+        attained_service=[snap.jobs[j].attained_service for j in queued],
+    )
+    usable = usable_servers(cl, reclaimed, borrowed)
+    tier = np.full(cl.gpus.shape[0], -1, dtype=np.int64)
+    tier[cl.kind == ServerKind.TRAINING] = Tier.TRAINING
+    tier[cl.kind == ServerKind.LOANED] = Tier.LOANED
+    tier[list(borrowed)] = Tier.BORROWED
+    tier[~usable] = -1
+    free = np.where(usable, cl.gpus - used_gpus(cl, reclaimed.placement), 0)
+    index = FreeIndex(free, np.maximum(tier, 0), len(ADMIT_TIERS))
+    placement = list(reclaimed.placement)
+    admitted: list[int] = []
+    waiting: list[int] = []
+    capacity: dict[int, int] = {}  # workers of g GPUs that the free GPUs hold; valid until the next placement
+    min_w, gpw = cl.min_w.tolist(), cl.gpw.tolist()
+    for q in order.tolist():
+        j = queued[q]
+        n, g = min_w[j], gpw[j]
+        if g not in capacity:
+            capacity[g] = index.capacity(g, ADMIT_TIERS)
+        if capacity[g] >= n:
+            workers: dict[int, int] = {}
+            index.place(n, g, ADMIT_TIERS, workers)
+            placement[j] = workers
+            admitted.append(j)
+            capacity.clear()
+        else:
+            waiting.append(j)
+    if not waiting:
+        return Admitted(tuple(placement), tuple(admitted), frozenset())
+    donation = Donation(gpw, min_w, [job.placement is not None for job in snap.jobs], index.free, tier.tolist(),
+                        placement, len(ADMIT_TIERS))
+    for j in waiting:
+        n, g = min_w[j], gpw[j]
+        if n * g > donation.total:  # the O(1) rejection of Donation.admit, without the call
+            continue
+        got = donation.admit(n, g)
+        if got is not None:
+            placement[j] = got
+            admitted.append(j)
+    for d, donor_placement in donation.donor_placement.items():
+        placement[d] = donor_placement
+    return Admitted(tuple(placement), tuple(admitted), frozenset(donation.gave))
+
+
+def times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:
+    """Remaining time of each job of ``jobs`` at its ``min_workers`` (the ``sjf`` key), by the value table."""
+    if not jobs:
+        return {}
+    snap_jobs = cl.snap.jobs
+    make = JobOptions._make
+    opts = [make((job.throughput, job.min_workers, job.min_workers, job.remaining_work, job.gpus_per_worker, 0,
+                  0.0, 1, 0)) for job in map(snap_jobs.__getitem__, jobs)]
+    t = value_table(opts, server_gpus=cl.server_gpus).times[:, 0]
+    return dict(zip(jobs, t.tolist(), strict=True))

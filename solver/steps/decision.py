@@ -1,0 +1,95 @@
+"""The decision of steps 1-5 (DESIGN "Formats": Decision), assembled from the round state.
+
+:func:`decision_of` writes one :class:`~lyra_solver.types.JobDecision` per job (``run`` with its placement by
+server id, ``preempt`` for a running job not kept, ``wait`` for a queued job not started), the servers reclaimed
+and the borrowed servers that host a worker, and the summary: the JCT reduction of the chosen options, the
+preemptions, and each step's method and status. Running time O(S + J + H).
+"""
+from __future__ import annotations
+
+import numpy as np
+from lyra_solver.formulations.vocabulary import OBJECTIVES
+from lyra_solver.steps._state import RoundState
+from lyra_solver.types import Decision, FrozenDict, JobDecision, ServerDecision, Summary
+from lyra_solver.values import TIME_CAP, JobOptions, option_value
+
+__all__ = ["decision_of"]
+
+
+def decision_of(state: RoundState) -> Decision:
+    """The decision of the round's steps 1-5 (no packing; :func:`lyra_solver.steps.pack.pack` adds it)."""
+    return _decision(state)
+
+
+def _value_of(state: RoundState, j: int, w: int, row: int) -> float:
+    """Value of job ``j`` (row ``row`` of the scale step's table) at ``w`` workers computed as the value table
+    does, for a ``w`` off a thinned row."""
+    from lyra_solver.throughput import rate_one
+
+    cl, rec, adm = state.cluster, state.reclaimed, state.admitted
+    job = cl.snap.jobs[j]
+    table = state.scaled.table
+    if table.objective != OBJECTIVES[0]:
+        c = 0 if j in adm.admitted else sum(adm.placement[j].values())
+        untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
+        opts = JobOptions(job.throughput, job.min_workers, job.max_workers, job.remaining_work,
+                          job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0)
+        return option_value(table, row, opts, w, server_gpus=cl.server_gpus)
+
+    def t(n: int) -> float:
+        r = rate_one(job.throughput, n, gpus_per_worker=job.gpus_per_worker, server_gpus=cl.server_gpus)
+        return min(job.remaining_work / r, TIME_CAP)
+
+    c = 0 if j in adm.admitted else sum(adm.placement[j].values())
+    untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
+    return t(job.min_workers) - t(w) - (job.restart_penalty if untouched and w != c else 0.0)
+
+
+_WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # frozen: shared by every such job
+
+
+def _decision(state: RoundState) -> Decision:
+    cl, rec, borrowed, sc, pl = state.cluster, state.reclaimed, state.borrowed, state.scaled, state.placed
+    snap = cl.snap
+    ids = [s.id for s in snap.servers]
+    hosting = set()
+    for p in pl.placement:
+        if p:
+            hosting.update(p)
+    jobs: dict[str, JobDecision] = {}
+    preemptions = 0
+    jct = 0.0
+    # the value of each running job's option, gathered at once (summed in job order below, as before)
+    rows = [i for i, j in enumerate(sc.jobs) if pl.placement[j]]
+    workers = np.fromiter((sum(pl.placement[sc.jobs[i]].values()) for i in rows), np.int64, len(rows))
+    k = workers - sc.table.min_workers[rows]
+    kk = np.minimum(k, sc.table.values.shape[1] - 1)
+    gpw = np.fromiter((snap.jobs[sc.jobs[i]].gpus_per_worker for i in rows), np.int64, len(rows))
+    on_grid = (k < sc.table.sizes[rows]) & (sc.table.weights[rows, kk] == gpw * k)  # False only in thinned rows
+    gathered = sc.table.values[rows, kk].tolist()
+    values = iter(v if ok else _value_of(state, sc.jobs[i], int(w), i)
+                  for v, ok, i, w in zip(gathered, on_grid.tolist(), rows, workers.tolist(), strict=True))
+    for j, job in enumerate(snap.jobs):
+        p = pl.placement[j]
+        if p:
+            named = FrozenDict((ids[s], n) for s, n in sorted(p.items()))
+            changed = job.placement is None or named != job.placement
+            jobs[job.id] = JobDecision(action="run", workers=sum(p.values()), placement=named, changed=changed)
+            jct += next(values)
+        elif job.placement is not None:
+            jobs[job.id] = _PREEMPT
+            preemptions += 1
+        else:
+            jobs[job.id] = _WAIT
+    loan = [ids[s] for s in borrowed if s in hosting]
+    reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
+    summary = Summary(
+        jct_reduction=round(jct, 6),
+        preemptions=preemptions,
+        methods={k: r.method for k, r in reports.items()},
+        optimality_gap=sc.report.gap,
+        bound=sc.report.bound,
+        statuses={k: r.status for k, r in reports.items()},
+    )
+    return Decision(format_version=1, servers=ServerDecision(reclaim=[ids[s] for s in rec.servers], loan=loan),
+                    jobs=jobs, summary=summary)

@@ -1,0 +1,78 @@
+"""Step 5 of the round, place (DESIGN "Round pipeline"): workers onto servers, best fit decreasing
+(:func:`lyra_solver.heuristics.placement.best_fit_decreasing`) or the placement ILP
+(:func:`lyra_solver.formulations.placement.solve_placement`, ``options.placement="exact"``).
+
+Base demand goes on training servers first, flexible (extra) workers on loaned servers first, so that a later
+reclaim shrinks jobs instead of preempting them. Running jobs keep their placement unless their worker count
+changes. Running time O(S + W log S) for best fit decreasing (W workers that move), plus the ILP's.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.placement import PlacementProblem, solve_placement
+from lyra_solver.heuristics.placement import best_fit_decreasing
+from lyra_solver.steps._state import Placed, RoundState, Settings, StepReport, usable_servers, used_gpus
+
+__all__ = ["EXACT_PLACEMENT_MAX_PAIRS", "place"]
+
+log = logging.getLogger(__name__)
+
+
+def place(state: RoundState, settings: Settings) -> Placed:
+    """Workers onto servers. Jobs whose count is unchanged keep their placement; the others are placed
+    best fit decreasing (or by the placement ILP), keeping what they have where they can."""
+    cl, adm, sc, rec, borrowed = state.cluster, state.admitted, state.scaled, state.reclaimed, state.borrowed
+    admitted = set(adm.admitted)
+    target = dict(zip(sc.jobs, sc.targets.tolist(), strict=True))
+    moving = [j for j in sc.jobs if j in admitted or target[j] != sum(adm.placement[j].values())]
+    moving_set = set(moving)
+    servers = np.flatnonzero(usable_servers(cl, rec, borrowed))
+    pos = {int(s): i for i, s in enumerate(servers)}
+    used = used_gpus(cl, [None if j in moving_set else p for j, p in enumerate(adm.placement)])
+    cj, cs, cc = [], [], []
+    for i, j in enumerate(moving):
+        for s, n in adm.placement[j].items():
+            cj.append(i)
+            cs.append(pos[s])
+            cc.append(n)
+    problem = PlacementProblem.build(
+        server_free=(cl.gpus - used)[servers], server_loaned=cl.kind[servers] != 0,
+        job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
+        cur_job=cj, cur_server=cs, cur_count=cc)
+    out = best_fit_decreasing(problem)
+    per_job = out.placement.per_job
+    report = StepReport("bfd", "feasible")
+    if settings.placement == "exact" and moving:
+        per_job, report = _exact_placement(problem, out, per_job, report, settings)
+    placement = list(adm.placement)
+    for i, j in enumerate(moving):
+        placement[j] = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
+    return Placed(tuple(placement), report)
+
+
+EXACT_PLACEMENT_MAX_PAIRS = 50_000  # job x server pairs beyond which the placement ILP is not attempted
+
+
+def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport, settings: Settings):
+    """The placement ILP on the servers that can take a worker (lossless: a full server takes none), with
+    best fit decreasing's worker counts; keeps the BFD answer when the ILP has none or is too large."""
+    keep = np.flatnonzero((problem.server_free > 0) | np.isin(np.arange(problem.n_servers), problem.cur_server))
+    pairs = problem.n_jobs * keep.size
+    if pairs > EXACT_PLACEMENT_MAX_PAIRS:
+        log.warning("placement ILP skipped: %d job-server pairs > %d; keeping best fit decreasing", pairs,
+                    EXACT_PLACEMENT_MAX_PAIRS)
+        return per_job, StepReport("bfd-fallback", "feasible")
+    remap = {int(s): i for i, s in enumerate(keep)}
+    sub = PlacementProblem.build(
+        server_free=problem.server_free[keep], server_loaned=problem.server_loaned[keep], job_workers=out.placed,
+        job_base=problem.job_base, job_gpus_per_worker=problem.job_gpus_per_worker, cur_job=problem.cur_job,
+        cur_server=[remap[int(s)] for s in problem.cur_server], cur_count=problem.cur_count)
+    res = solve_placement(sub, method="cpsat", time_limit=settings.left(), deterministic=settings.deterministic)
+    if res.placement is None or res.status not in (Status.OPTIMAL, Status.FEASIBLE):
+        log.warning("exact placement gave %s; keeping best fit decreasing", res.status)
+        return per_job, StepReport("bfd-fallback", "feasible")
+    mapped = tuple(tuple((int(keep[s]), n) for s, n in pairs_) for pairs_ in res.placement.per_job)
+    return mapped, StepReport.of(res, objective=None, bound=None)

@@ -1,0 +1,232 @@
+"""Step 4 of the round, scale (DESIGN "Round pipeline"): the GPUs left after admission go to elastic jobs by a
+multiple-choice knapsack over the value table (:func:`lyra_solver.values.value_table`), solved by the MCKP front
+door (:func:`lyra_solver.formulations.mckp.solve_mckp`) with the method of ``options.allocation``.
+
+The value table is built in one place, :func:`job_options` then :func:`lyra_solver.values.value_table`: one
+:class:`~lyra_solver.values.JobOptions` per job that runs. A table wider than :data:`MAX_TABLE_CELLS` is thinned
+(an evenly spaced grid of worker counts per wide row), the MCKP solved on the grid, then refined by zooming in;
+the bound and gap are then proven over every option (:func:`lyra_solver.values.lp_bound`).
+
+Running time: O(J M) for the table of J jobs and M options per job (at most :data:`MAX_TABLE_CELLS` cells),
+plus the MCKP method's.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+from lyra_solver.formulations import SolveResult, relative_gap
+from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
+from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD, OBJECTIVES
+from lyra_solver.steps._state import RoundState, Scaled, Settings, StepReport, usable_servers, used_gpus
+from lyra_solver.values import TIME_CAP, JobOptions, ValueTable, lp_bound, option_grid, option_value, value_table
+
+__all__ = ["MAX_REFINE_ROUNDS", "MAX_TABLE_CELLS", "job_options", "scale"]
+
+log = logging.getLogger(__name__)
+
+
+def scale(state: RoundState, settings: Settings) -> Scaled:
+    """Split the GPUs left after admission among the jobs that run: MCKP over the value table.
+
+    Capacity: the free GPUs of the usable servers plus the extra workers (above ``min_workers``) that running
+    jobs hold, so a running job may also shrink. A job touched this round (shrunk by the reclaim, or a donor) is
+    charged no restart; a donor keeps its count (it does not grow back in the round it gave workers).
+    """
+    cl, adm, rec = state.cluster, state.admitted, state.reclaimed
+    snap = cl.snap
+    jobs = tuple(j for j, pl in enumerate(adm.placement) if pl)
+    admitted = set(adm.admitted)
+    cur = {j: 0 if j in admitted else sum(adm.placement[j].values()) for j in jobs}  # type: ignore[union-attr]
+    extra_gpus = sum((c - snap.jobs[j].min_workers) * snap.jobs[j].gpus_per_worker for j, c in cur.items() if c)
+    usable = usable_servers(cl, rec, state.borrowed)
+    capacity = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum()) + extra_gpus
+    opts = job_options(state, jobs, cur, capacity)
+    opts, thinned = _thin(opts)
+    if not jobs:
+        empty = np.zeros((0, 1))
+        return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
+                                     np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
+    ages = [snap.now - snap.jobs[j].submit_time for j in jobs]
+    table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend, objective=settings.objective,
+                        ages=ages)
+    elastic = np.flatnonzero(table.sizes > 1)
+    targets = table.min_workers.copy()
+    if elastic.size == 0:
+        return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0))
+    problem = MCKPProblem.from_padded(table.weights[elastic], np.where(np.isfinite(table.values[elastic]),
+                                                                       table.values[elastic], 0.0),
+                                      table.sizes[elastic], capacity)
+    method = ALLOCATION_METHOD[settings.allocation]
+    # deterministic: the MCKP core stops on its memory limit only (wall time would make answers load-dependent)
+    res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
+    if res.choice is None:
+        log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
+        res = solve_mckp(problem, method="hull")
+    base, step, _ = option_grid([opts[i] for i in elastic.tolist()])
+    choice = np.asarray(res.choice, dtype=np.int64)
+    targets[elastic] = np.clip(base + choice * step, table.min_workers[elastic],
+                               np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size))
+    report = StepReport.of(res, method=f"mckp-{res.method}")
+    if thinned and settings.objective != OBJECTIVES[0]:  # the LP bound is Lyra's value's: no proven bound here
+        value = _true_value(opts, table, elastic.tolist(), targets[elastic], cl.server_gpus)
+        report = StepReport(f"mckp-{res.method}-thinned", "feasible", value, None, None)
+    elif thinned:  # zoom in on the thinned rows, then bound and gap against EVERY option by the LP bound
+        chosen, value = _refine(opts, table, elastic, capacity, targets[elastic], cl.server_gpus, settings, method)
+        targets[elastic] = chosen
+        report = _thinned_report(res, value, opts, table, elastic, capacity, cl.server_gpus, settings)
+    return Scaled(jobs, table, targets, report)
+
+
+#: Zoom rounds of a thinned allocation (each a table of at most :data:`MAX_TABLE_CELLS` cells and one MCKP).
+MAX_REFINE_ROUNDS = 12
+
+
+def _true_value(opts: list[JobOptions], table: ValueTable, rows: list[int], workers: np.ndarray,
+                server_gpus: int) -> float:
+    """Total value of ``workers[r]`` workers for job ``rows[r]`` over its FULL option range (scalar rates for
+    the counts off the table's grid; the table's own cell where the count is on it)."""
+    from lyra_solver.throughput import rate_one
+
+    total = 0.0
+    base, step, sizes = option_grid([opts[i] for i in rows])
+    for r, (i, w) in enumerate(zip(rows, workers.tolist(), strict=True)):
+        o = opts[i]
+        k = (w - int(base[r])) // int(step[r])
+        if 0 <= k < sizes[r] and int(table.weights[i, k]) == o.gpus_per_worker * (w - o.min_workers):
+            total += float(table.values[i, k])
+            continue
+        if table.objective != OBJECTIVES[0]:
+            total += option_value(table, i, o, w, server_gpus=server_gpus)
+            continue
+        rate = rate_one(o.throughput, w, gpus_per_worker=o.gpus_per_worker, server_gpus=server_gpus)
+        restart = o.restart_penalty if o.current_workers > 0 and w != o.current_workers else 0.0
+        total += float(table.times[i, 0]) - min(o.remaining_work / rate, TIME_CAP) - restart
+    return total
+
+
+def _refine(opts: list[JobOptions], table: ValueTable, elastic: np.ndarray, capacity: int, chosen: np.ndarray,
+            server_gpus: int, settings: Settings, method: str) -> tuple[np.ndarray, float]:
+    """Zoom in on the thinned rows: each round gives every thinned row the window of one grid step either side
+    of its chosen count on a finer grid (at most :data:`MAX_TABLE_CELLS` cells in all, the chosen count kept),
+    the other elastic rows their full options, and solves the MCKP again; a round's answer is kept when it is
+    worth more over the full options. Stops when the grids reach single workers, after
+    :data:`MAX_REFINE_ROUNDS` rounds, or when the round's time is up (wall clock; not when deterministic).
+    Returns the worker counts of the elastic rows and their total value.
+
+    Running time: per round one value table and one MCKP of at most :data:`MAX_TABLE_CELLS` cells; the step
+    shrinks by about ``cells per row / 2`` a round, so a row of ``2**31`` options takes a handful of rounds.
+    """
+    el = elastic.tolist()
+    best = chosen.copy()
+    best_value = _true_value(opts, table, el, best, server_gpus)
+    steps = np.fromiter((opts[i].step for i in el), np.int64, len(el))
+    per_row = max(MAX_TABLE_CELLS // len(el), 3)
+    for _ in range(MAX_REFINE_ROUNDS):
+        wide = np.flatnonzero(steps > 1)
+        if wide.size == 0 or (not settings.deterministic and time.perf_counter() >= settings.deadline):
+            break
+        window = []
+        offset = 0
+        for r in wide.tolist():
+            o, t, s = opts[el[r]], int(best[r]), int(steps[r])
+            # the step at least halves; the window (at most one old step either side) fits the cells per row
+            lo, hi, fine = zoom_window(o.min_workers, o.max_workers, t, s, per_row)
+            steps[r] = fine
+            window.append(o._replace(min_workers=lo, max_workers=hi, step=int(steps[r]), anchor=t))
+            offset += o.gpus_per_worker * (lo - o.min_workers)
+        sub = value_table(window, server_gpus=server_gpus)
+        narrow = np.flatnonzero(np.isin(np.arange(len(el)), wide, invert=True))
+        m = max(int(sub.sizes.max()), int(table.sizes[elastic[narrow]].max()) if narrow.size else 1)
+        weights = np.zeros((len(el), m), np.int64)
+        values = np.zeros((len(el), m))
+        sizes = np.zeros(len(el), np.int64)
+        rows = elastic[narrow]
+        k = min(m, table.values.shape[1])
+        weights[narrow, :k], values[narrow, :k], sizes[narrow] = table.weights[rows, :k], table.values[rows, :k], \
+            table.sizes[rows]
+        weights[wide, : sub.values.shape[1]], values[wide, : sub.values.shape[1]] = sub.weights, sub.values
+        sizes[wide] = sub.sizes
+        problem = MCKPProblem.from_padded(weights, np.where(np.isfinite(values), values, 0.0), sizes,
+                                          capacity - offset)
+        res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
+        if res.choice is None:
+            break
+        choice = np.asarray(res.choice, dtype=np.int64)
+        cand = best.copy()
+        nb, ns, _ = option_grid([opts[i] for i in rows.tolist()])
+        cand[narrow] = np.clip(nb + choice[narrow] * ns, table.min_workers[rows],
+                               np.fromiter((opts[i].max_workers for i in rows.tolist()), np.int64, rows.size))
+        wb, ws, _ = option_grid(window)
+        cand[wide] = np.clip(wb + choice[wide] * ws, sub.min_workers,
+                             np.fromiter((o.max_workers for o in window), np.int64, len(window)))
+        value = _true_value(opts, table, el, cand, server_gpus)
+        if value > best_value:
+            best, best_value = cand, value
+    return best, best_value
+
+
+def _thinned_report(res: SolveResult, value: float, opts: list[JobOptions], table: ValueTable, elastic: np.ndarray,
+                    capacity: int, server_gpus: int, settings: Settings) -> StepReport:
+    """The allocation's report when rows were thinned: the objective ``value`` (of the refined choice) with a
+    proven upper bound over the full table (:func:`~lyra_solver.values.lp_bound`: thinned rows by their
+    throughput's concave pieces, the other rows by their LP hulls) and the gap to it. ``optimal`` only when
+    the objective meets that bound (to :func:`relative_gap`'s 1e-9), as for any solver."""
+    wide = [i for i in elastic.tolist() if opts[i].step > 1]
+    narrow = [i for i in elastic.tolist() if opts[i].step == 1]
+    base, step, _ = option_grid([opts[i] for i in wide])
+    current = np.full(len(wide), np.nan)
+    for r, i in enumerate(wide):
+        o = opts[i]
+        if o.current_workers > 0 and o.restart_penalty > 0 and o.min_workers <= o.current_workers <= o.max_workers:
+            current[r] = table.values[i, (o.current_workers - int(base[r])) // int(step[r])]  # on the grid
+    exact = (table.weights[narrow], table.values[narrow]) if narrow else None
+    bound, _ = lp_bound([opts[i]._replace(step=1) for i in wide], capacity, server_gpus=server_gpus,
+                        t_min=table.times[wide, 0], exact_rows=exact, current=current,
+                        deadline=None if settings.deterministic else settings.deadline)
+    method = f"mckp-{res.method}-thinned"
+    bound = max(bound, value)
+    gap = relative_gap(value, bound)
+    return StepReport(method, "optimal" if gap == 0.0 else "feasible", value, bound, gap)
+
+
+#: Largest value table (elastic jobs x widest option list, after options heavier than the capacity are cut)
+#: that the scale step builds: about 8 bytes x 8 arrays per cell. Wider rows are thinned to fit (see _thin).
+MAX_TABLE_CELLS = 1_000_000
+
+
+def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
+    """Keep the value table within :data:`MAX_TABLE_CELLS`: rows wider than the cells allow per job get an
+    evenly spaced grid of worker counts (min, max and the current count kept; see
+    :func:`~lyra_solver.values.option_grid`). Returns the options and whether any row was thinned."""
+    widths = np.fromiter((o.max_workers - o.min_workers + 1 for o in opts), np.int64, len(opts))
+    steps = thin_steps(widths, MAX_TABLE_CELLS)
+    if steps is None:
+        return opts, False
+    elastic = int((widths > 1).sum())
+    out = [o._replace(step=step) if step > 1 else o for o, step in zip(opts, steps, strict=True)]
+    log.warning("value table thinned: %d elastic jobs x up to %d options > %d cells; the allocation is chosen "
+                "among the thinned options, its bound is over every option", elastic, int(widths.max()),
+                MAX_TABLE_CELLS)
+    return out, True
+
+
+def job_options(state: RoundState, jobs: tuple[int, ...], current: dict[int, int], capacity: int) -> list[JobOptions]:
+    """The value table's view of each job of ``jobs`` (the jobs that run, in job order): its option range, current
+    count (0: admitted this round) and the restart it is charged.
+
+    A job touched this round (shrunk by the reclaim, or a donor) pays no restart: it restarts anyway. A donor gave
+    extra workers to base demand this round: it does not grow back in the same round. Options heavier than the
+    whole capacity can never be chosen (a lossless cut of the table's width).
+    """
+    snap, rec, adm = state.cluster.snap, state.reclaimed, state.admitted
+    opts = []
+    for j in jobs:
+        job, c = snap.jobs[j], current[j]
+        untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
+        top = c if j in adm.donors else min(job.max_workers, job.min_workers + capacity // job.gpus_per_worker)
+        opts.append(JobOptions(job.throughput, job.min_workers, top, job.remaining_work,
+                               job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0))
+    return opts
