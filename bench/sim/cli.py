@@ -111,6 +111,15 @@ def _fail(where: str, msg: str):
     raise InputError(where, msg)
 
 
+#: Most seeds of one comparison and most parallel processes (each seed is a replay per policy).
+MAX_SEEDS = 1_000
+MAX_JOBS = 1_024
+#: Longest --time-limit accepted (seconds per round's exact steps).
+MAX_TIME_LIMIT = 3_600.0
+#: Most slices of one comparison (each is read from the trace and replayed per policy and seed).
+MAX_SLICES = 1_000
+
+
 def _resolve(args) -> None:
     """Fill the options left out: from the preset if one is given, else :data:`DEFAULTS`."""
     preset = PRESETS[args.preset][0] if getattr(args, "preset", None) else {}
@@ -120,28 +129,36 @@ def _resolve(args) -> None:
 
 
 def _validate(args) -> None:
+    """Every flag within its documented bounds (exit 2 naming the flag), before anything is read or allocated."""
+    from lyra_solver.bench.sim.engine import MAX_INTERVAL, MAX_PENALTY, MAX_SERVERS, MIN_INTERVAL
+
     _resolve(args)
     if (args.trace is None) == (args.pollux_workload is None):
         _fail("--trace", "give exactly one of --trace and --pollux-workload")
-    for name in ("training_servers", "inference_servers", "seeds"):
+    if args.trace == "-" and args.load == "-":
+        _fail("--load", "standard input can feed --trace or --load, not both")
+    for name, lo, hi in (("training_servers", 1, MAX_SERVERS), ("inference_servers", 0, MAX_SERVERS),
+                         ("seeds", 1, MAX_SEEDS), ("jobs", 0, MAX_JOBS), ("seed", 0, 2**63 - 1)):
         v = getattr(args, name)
-        if v < (1 if name != "inference_servers" else 0):
-            _fail(f"--{name.replace('_', '-')}", f"must be at least {1 if name != 'inference_servers' else 0}")
-    for name in ("interval", "time_limit", "load_window", "tiresias_threshold"):
+        if not lo <= v <= hi:
+            _fail(f"--{name.replace('_', '-')}", f"must be in [{lo}, {hi}], got {v}")
+    for name, lo, hi in (("interval", MIN_INTERVAL, MAX_INTERVAL), ("load_window", MIN_INTERVAL, MAX_INTERVAL),
+                         ("restart_penalty", 0.0, MAX_PENALTY), ("preemption_penalty", 0.0, MAX_PENALTY)):
         v = getattr(args, name)
-        if not v > 0 or v == float("inf"):
-            _fail(f"--{name.replace('_', '-')}", "must be a positive finite number")
+        if not lo <= v <= hi:  # NaN too
+            _fail(f"--{name.replace('_', '-')}", f"must be in [{lo:g}, {hi:g}] seconds, got {v!r}")
+    for name, hi in (("time_limit", MAX_TIME_LIMIT), ("tiresias_threshold", math.inf)):
+        v = getattr(args, name)
+        if not 0 < v <= hi or v == math.inf:
+            most = "" if hi == math.inf else f" at most {hi:g}"
+            _fail(f"--{name.replace('_', '-')}", f"must be a positive finite number{most}, got {v!r}")
     if not 0 <= args.elastic_share <= 1:
         _fail("--elastic-share", "must be in [0, 1]")
     if not 0 <= args.tiresias_starve_limit < float("inf"):
         _fail("--tiresias-starve-limit", "must be a non-negative finite number (0 disables the rule)")
-    if args.restart_penalty < 0 or args.preemption_penalty < 0:
-        _fail("--restart-penalty", "penalties must be non-negative")
     args.packing = _packing_profiles(args.packing_profile)
     if args.limit is not None and args.limit < 1:
         _fail("--limit", "must be at least 1")
-    if args.jobs < 0:
-        _fail("--jobs", "must be non-negative")
 
 
 def _packing_profiles(items: list[str]) -> dict[str, tuple[float, float]]:
@@ -196,6 +213,8 @@ def _setup(args):
             path = Path(w)
         trace = load_pollux_workload(path, root=root)
         fields = {"training_servers": 16, "inference_servers": 0, "server_gpus": 4, **_preset_config(args)}
+        _fits(trace, fields["training_servers"], fields["server_gpus"], "<stdin>" if w == "-" else str(path),
+              args.interval)
         config = SimConfig(interval=args.interval, time_limit=args.time_limit, check=args.check,
                            tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
                            **fields)
@@ -203,6 +222,8 @@ def _setup(args):
     trace = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster, limit=args.limit)
     if not trace:
         _fail("--trace", f"{args.trace}: no job left after the filters")
+    _fits(trace, args.training_servers, 8, "<stdin>" if args.trace == "-" else args.trace, args.interval,
+          with_load=bool(args.load) and args.inference_servers > 0)
     load = load_load_curve(args.load, window=args.load_window, mode=args.load_mode,
                            per_server=args.load_per_server) if args.load else None
     config = SimConfig(training_servers=args.training_servers, inference_servers=args.inference_servers,
@@ -210,6 +231,27 @@ def _setup(args):
                        tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
                        **_preset_config(args))
     return trace, config
+
+
+def _fits(trace, servers: int, gpus: int, name: str, interval: float, with_load: bool = False) -> None:
+    """Refuse, naming the CSV line, a job larger than the training cluster (it could never run: the replay would
+    wait for it forever), and a replay whose rounds alone would pass the engine's bound on events."""
+    from lyra_solver.bench.sim.engine import MAX_EVENTS
+    from lyra_solver.errors import InputError
+
+    total = servers * gpus
+    for tj in trace:
+        if tj.gpus > total:
+            raise InputError(f"line {tj.line}", f"num_gpus {tj.gpus} is more than the training cluster's {total} GPUs "
+                             f"({servers} servers x {gpus}): the job could never run", name)
+    longest = max(tj.duration for tj in trace)
+    if longest / 2 / interval > MAX_EVENTS:  # an elastic job runs at most twice as fast: rounds while it runs
+        _fail("--interval", f"{interval:g} s: the longest job ({longest:g} s) alone would take more than "
+              f"{MAX_EVENTS:,} rounds (bench.sim.engine.MAX_EVENTS)")
+    span = max(tj.submit for tj in trace) - min(tj.submit for tj in trace)
+    if with_load and span / interval > MAX_EVENTS:  # a load change every interval while the jobs arrive
+        _fail("--interval", f"{interval:g} s: the trace's arrivals span {span:g} s, more than {MAX_EVENTS:,} "
+              "load changes (bench.sim.engine.MAX_EVENTS); shorten it (--start, --end, --limit)")
 
 
 def _preset_config(args) -> dict:
@@ -294,11 +336,13 @@ def _check_more(args) -> None:
             _fail("--load-per-server", "--load-mode absolute needs a positive finite --load-per-server")
     elif args.load_per_server is not None:
         _fail("--load-per-server", "only with --load-mode absolute")
-    if args.slices < 1:
-        _fail("--slices", "must be at least 1")
+    if not 1 <= args.slices <= MAX_SLICES:
+        _fail("--slices", f"must be in [1, {MAX_SLICES}], got {args.slices}")
     if args.slices > 1:
         if args.pollux_workload is not None:
             _fail("--slices", "only with --trace (a Pollux workload is one slice)")
+        if args.trace == "-":
+            _fail("--slices", "needs a trace file (standard input is read once)")
         if args.limit is None and (args.start is None or args.end is None):
             _fail("--slices", "needs --limit, or --start and --end, to say how long a slice is")
 
@@ -319,7 +363,10 @@ def _slices(args, first: list) -> list[list]:
         span = t1 - t0
         out = [first]
         for i in range(1, k):
-            a, b = t0 + i * span, t0 + (i + 1) * span
+            try:
+                a, b = t0 + i * span, t0 + (i + 1) * span
+            except OverflowError:
+                _fail("--slices", f"slice {i + 1} of {k} would end after the year 9999")
             fmt = "%Y-%m-%d %H:%M:%S"
             out.append(load_philly(args.trace, start=a.strftime(fmt), end=b.strftime(fmt), cluster=args.cluster,
                                    limit=args.limit))
@@ -354,9 +401,9 @@ def _inputs(args, trace) -> dict[str, str]:
     from importlib import resources
 
     files = {}
-    if args.trace:
+    if args.trace and args.trace != "-":  # standard input: read once, not hashed
         files[args.trace] = args.trace
-    if args.load:
+    if args.load and args.load != "-":
         files[args.load] = args.load
     prof = resources.files("lyra_solver").joinpath("data/profiles.json")
     files["lyra_solver/data/profiles.json"] = str(prof)
@@ -364,7 +411,8 @@ def _inputs(args, trace) -> dict[str, str]:
         root = Path(args.pollux_data) if args.pollux_data else _data_dir() / "pollux"
         w = args.pollux_workload
         wpath = root / "workloads" / f"workload-{w}.csv" if w.isdigit() else Path(w)
-        files[str(wpath)] = str(wpath)
+        if w != "-":
+            files[str(wpath)] = str(wpath)
         for app in sorted({tj.app for tj in trace}):
             for sub in ("validation", "throughput"):
                 for f in sorted((root / sub / app).glob("*.csv")):
@@ -395,14 +443,19 @@ def run(args) -> int:
     runs = [(s, k) for k in range(len(traces)) for s in seeds]
     tasks = [(p, s, k) for p in policies for s, k in runs]
     t0 = time.perf_counter()
-    results = _run_all(tasks, traces, config, mapping, args)
+    from lyra_solver.bench.sim.engine import ReplayTooLong
+
+    try:
+        results = _run_all(tasks, traces, config, mapping, args)
+    except ReplayTooLong as err:
+        _fail("--interval", str(err))
     wall = time.perf_counter() - t0
     summaries = {p: combine([results[(p, s, k)][0] for s, k in runs]) for p in policies}
     timings = {p: [results[(p, s, k)][1] for s, k in runs] for p in policies}
     base = "baseline" if "baseline" in policies else policies[0]
     rat = ratios({p: [results[(p, s, k)][0] for s, k in runs] for p in policies})
     print(markdown_table(summaries, timings, baseline=base, ratios=rat))
-    print(f"\n{sum(len(t) for t in traces)} jobs, {len(tasks)} runs, {wall:.1f} s wall "
+    print(f"{sum(len(t) for t in traces)} jobs, {len(tasks)} runs, {wall:.1f} s wall "
           f"({datetime.now(UTC).strftime('%Y-%m-%d')})", file=sys.stderr)
     if args.out:
         pw = args.pollux_workload

@@ -60,9 +60,54 @@ from .packing import _shared_at, packed_rates
 from .policies import Policy
 from .pollux import compact
 from .quiet import SizesKept, is_quiet
-from .traces import LoadCurve, SimJobSpec
+from .traces import MAX_DURATION, LoadCurve, SimJobSpec, merge_close
 
 log = logging.getLogger(__name__)
+
+
+#: Bounds on a replay (``lyra-solver simulate`` refuses flags past them, exit 2 naming the flag; :func:`simulate`
+#: raises ``ValueError``). With the trace's durations at most :data:`.traces.MAX_DURATION` they keep every input
+#: to a bounded number of events: rounds come at most every ``MIN_INTERVAL`` seconds while jobs are active, load
+#: changes at most once per interval (:func:`.traces.merge_close`), and the loop stops at :data:`MAX_EVENTS`.
+MIN_INTERVAL = 1.0
+MAX_INTERVAL = 1e7
+MAX_PENALTY = 86_400.0  # seconds: a day without progress after a restart or a preemption
+MAX_SERVERS = 100_000  # per cluster (training, inference)
+#: Iterations of the event loop (arrivals, completions, load changes and rounds together) after which a replay
+#: stops with an error instead of running on (the full Philly trace spans 9.4e6 s: at a 60 s interval about 157,000
+#: rounds, 164,000 arrivals and completions and at most as many load changes as rounds).
+MAX_EVENTS = 5_000_000
+
+
+class ReplayTooLong(ValueError):
+    """The replay passed :data:`MAX_EVENTS` events (a longer interval or a shorter trace is needed)."""
+
+
+def check_config(cfg: SimConfig) -> None:
+    """Refuse (``ValueError`` naming the field) a configuration outside the documented bounds."""
+    if not MIN_INTERVAL <= cfg.interval <= MAX_INTERVAL:
+        raise ValueError(f"interval: must be in [{MIN_INTERVAL:g}, {MAX_INTERVAL:g}] seconds, got {cfg.interval!r}")
+    for name in ("training_servers", "inference_servers"):
+        v = getattr(cfg, name)
+        if not 0 <= v <= MAX_SERVERS:
+            raise ValueError(f"{name}: must be in [0, {MAX_SERVERS}], got {v!r}")
+
+
+def check_specs(specs, cfg: SimConfig) -> None:
+    """Refuse (``ValueError`` naming the trace line) a job larger than the training cluster (baseline and
+    Tiresias run it at its requested size there: the replay would wait for it forever), one longer than
+    :data:`.traces.MAX_DURATION`, or one whose penalties are past :data:`MAX_PENALTY`."""
+    total = cfg.training_servers * cfg.server_gpus
+    for sp in specs:
+        if sp.gpus > total:  # baseline and Tiresias run a job at its requested size
+            raise ValueError(f"line {sp.line}: the job needs {sp.gpus} GPUs, more than the training cluster's "
+                             f"{total} ({cfg.training_servers} servers x {cfg.server_gpus}); it could never run")
+        if not 0 < sp.duration <= MAX_DURATION:
+            raise ValueError(f"line {sp.line}: duration must be in (0, {MAX_DURATION:g}] seconds, got {sp.duration!r}")
+        for what in ("restart_penalty", "preemption_penalty"):
+            v = getattr(sp, what)
+            if not 0 <= v <= MAX_PENALTY:
+                raise ValueError(f"line {sp.line}: {what} must be in [0, {MAX_PENALTY:g}] seconds, got {v!r}")
 
 
 class DecisionRejected(AssertionError):
@@ -133,7 +178,12 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
     ------
     DecisionRejected
         With ``config.check``, when a decision breaks a rule of :func:`lyra_solver.check.check_decision`.
+    ValueError
+        A configuration or job outside the documented bounds (:func:`check_config`, :func:`check_specs`), or
+        :class:`ReplayTooLong` past :data:`MAX_EVENTS` events.
     """
+    check_config(config)
+    check_specs(specs, config)
     return _Sim(specs, policy, config, progress).run()
 
 
@@ -158,6 +208,8 @@ class _Sim:
         for name in policy.counters:
             self.metrics.counters[name] = 0
         self.state = policy.start(cfg)
+        # load points closer than a round apart merged: at most one load change per interval
+        self.load = merge_close(cfg.load, cfg.interval) if cfg.load is not None and cfg.inference_servers else None
         self.modelled = any(s.model is not None for s in self.specs)  # jobs of the Pollux artifact's model
         self.tables: dict[tuple, TableThroughput] = {}
 
@@ -443,10 +495,16 @@ class _Sim:
         t = self.specs[0].submit if self.specs else 0.0
         origin = t
         grid = origin if cfg.round_origin is None else cfg.round_origin
-        load = cfg.load if cfg.inference_servers else None
+        load = self.load
         next_load = t if load is not None else math.inf
         next_tick = grid + math.ceil((t - grid) / cfg.interval) * cfg.interval
+        events = 0
         while arrivals or self.active:
+            events += 1
+            if events > MAX_EVENTS:
+                raise ReplayTooLong(f"the replay passed {MAX_EVENTS:,} events (bench.sim.engine.MAX_EVENTS) at "
+                                    f"t={t:g} s with {len(self.active)} jobs active; use a longer interval or a "
+                                    "shorter trace")
             busy = bool(self.active) or c.reclaim_wanted() > 0
             if next_tick < t:  # ticks resume on the grid + k * interval
                 next_tick = grid + math.ceil((t - grid) / cfg.interval) * cfg.interval
@@ -460,7 +518,7 @@ class _Sim:
             t = t2
             event = False
             if t == next_load:
-                c.set_need(cfg.load.servers(t, c.n_inference))
+                c.set_need(load.servers(t, c.n_inference))
                 next_load = self._next_load_time(t)
             if t_done <= t:
                 event |= self._complete(t)
@@ -486,8 +544,9 @@ class _Sim:
                          m.rounds)
 
     def _next_load_time(self, t: float) -> float:
-        load = self.cfg.load
+        load = self.load
         x = t % load.period
         base = t - x
         k = bisect.bisect_right(load.times, x + 1e-9)
-        return base + (load.times[k] if k < len(load.times) else load.period)
+        nxt = base + (load.times[k] if k < len(load.times) else load.period)
+        return nxt if nxt > t else t + self.cfg.interval  # a time the clock cannot tell from t: a round later

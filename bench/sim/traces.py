@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,58 +118,90 @@ class LoadCurve:
         return self.values[max(i, 0)]
 
 
-def _open_rows(path: str | Path, fields: tuple[str, ...]):
+#: Longest trace duration accepted (seconds, about 3 years; Philly's longest job ran 4.6e6 s): with
+#: :data:`~lyra_solver.bench.sim.engine.MAX_EVENTS` it bounds the rounds of a replay.
+MAX_DURATION = 1e8
+
+#: A number as the CSV files write it: ASCII digits, an optional sign, point and exponent (``1_000``, ``١٢``,
+#: ``nan`` and ``inf`` are refused, though Python's ``float`` would take them).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+
+
+def _read_text(path: str | Path, what: str) -> tuple[str, str]:
+    """(name, text) of a CSV file or of standard input (``-``), at most :data:`lyra_solver.io.MAX_INPUT_BYTES`;
+    a byte-order mark is dropped. ``what`` ("trace", "load") names the input in errors."""
+    from lyra_solver.io import read_bytes
+
     path = str(path)
+    name = "<stdin>" if path == "-" else path
     try:
-        fh = open(path, newline="", encoding="utf-8")  # noqa: SIM115 - closed by the caller's with
-    except OSError as err:
-        raise InputError("$", f"cannot read trace: {err.strerror}", path) from None
-    reader = csv.reader(fh)
+        data = read_bytes(path)
+    except InputError as err:
+        raise InputError(err.path, err.problem.replace("cannot read", f"cannot read the {what}", 1), name) from None
+    try:
+        return name, data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise InputError(f"line {line}", f"not UTF-8 text ({what} file): {err.reason}", name) from None
+
+
+def _open_rows(path: str | Path, fields: tuple[str, ...], what: str = "trace", text: str | None = None):
+    """(name, reader, column index by name, width) of a CSV whose header has ``fields``; ``text`` when read."""
+    name, text = (str(path), text) if text is not None else _read_text(path, what)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
     except StopIteration:
-        fh.close()
-        raise InputError("line 1", "empty file: no header", path) from None
-    except (csv.Error, UnicodeDecodeError) as err:
-        fh.close()
-        raise InputError("line 1", f"not CSV: {err}", path) from None
+        raise InputError("line 1", f"empty {what} file: no header", name) from None
+    except csv.Error as err:
+        raise InputError("line 1", f"not CSV: {err}", name) from None
+    seen: set[str] = set()
+    for col in header:
+        if col in seen:
+            raise InputError("line 1", f"column {col!r} appears twice in the header", name)
+        seen.add(col)
     missing = [f for f in fields if f not in header]
     if missing:
-        fh.close()
-        raise InputError("line 1", f"header lacks column {missing[0]!r} (expected {', '.join(fields)})", path)
-    return fh, reader, {f: header.index(f) for f in header}, len(header)
+        raise InputError("line 1", f"header lacks column {missing[0]!r} (expected {', '.join(fields)})", name)
+    return name, reader, {f: header.index(f) for f in header}, len(header)
 
 
-def _rows(path, fields):
-    fh, reader, col, width = _open_rows(path, fields)
-    with fh:
-        try:
-            for row in reader:
-                line = reader.line_num
-                if not row:
-                    continue
-                if len(row) != width:
-                    raise InputError(f"line {line}", f"{len(row)} fields, expected {width} (truncated or "
-                                     "malformed row)", str(path))
-                yield line, row, col
-        except (csv.Error, UnicodeDecodeError) as err:
-            raise InputError(f"line {reader.line_num}", f"not CSV: {err}", str(path)) from None
-
-
-def _num(text: str, path, line: int, field: str, *, integer: bool = False, positive: bool = False) -> float:
+def _rows(path, fields, what: str = "trace", text: str | None = None):
+    name, reader, col, width = _open_rows(path, fields, what, text)
     try:
-        x = int(text) if integer else float(text)
-    except ValueError:
-        raise InputError(f"line {line}", f"{field}: not a{'n integer' if integer else ' number'}: {text!r}",
-                         str(path)) from None
-    if not math.isfinite(x) or x < 0 or (positive and x <= 0):
+        for row in reader:
+            line = reader.line_num
+            if not row:
+                continue
+            if len(row) != width:
+                raise InputError(f"line {line}", f"{len(row)} fields, expected {width} (truncated or "
+                                 "malformed row)", name)
+            yield line, row, col, name
+    except csv.Error as err:
+        raise InputError(f"line {reader.line_num}", f"not CSV: {err}", name) from None
+
+
+def _num(text: str, path, line: int, field: str, *, integer: bool = False, positive: bool = False,
+         most: float = math.inf) -> float:
+    ok = (_INTEGER if integer else _NUMBER).fullmatch(text.strip())
+    x = (int(text) if integer else float(text)) if ok else math.nan
+    if not ok:
+        raise InputError(f"line {line}", f"{field}: not a{'n integer' if integer else ' number'} (ASCII digits "
+                         f"only): {text!r}", str(path))
+    if (not integer and not math.isfinite(x)) or x < 0 or (positive and x <= 0):  # an int may pass a double
         raise InputError(f"line {line}", f"{field}: must be {'positive' if positive else 'non-negative'}, "
                          f"got {text!r}", str(path))
+    if x > most:
+        raise InputError(f"line {line}", f"{field}: must be at most {most:g}, got {text!r}", str(path))
     return x
 
 
 def _when(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    """A date and time of the trace or of ``--start``/``--end``: UTC unless it carries an offset
+    (``+05:00``), which is honoured."""
+    when = datetime.fromisoformat(text)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def load_philly(path: str | Path, *, start: str | None = None, end: str | None = None,
@@ -191,17 +225,17 @@ def load_philly(path: str | Path, *, start: str | None = None, end: str | None =
         Submit times in seconds from the first kept job's arrival. Sorted by (timestamp, line). Running time
         O(n log n).
     """
-    t0 = _when(start) if start else None
-    t1 = _when(end) if end else None
+    t0 = _bound(start, "--start")
+    t1 = _bound(end, "--end")
     out = []
-    for line, row, col in _rows(path, PHILLY_FIELDS):
+    for line, row, col, name in _rows(path, PHILLY_FIELDS):
         try:
             when = _when(row[col["timestamp"]])
         except ValueError:
             raise InputError(f"line {line}", f"timestamp: not a date and time: {row[col['timestamp']]!r}",
-                             str(path)) from None
-        duration = _num(row[col["duration"]], path, line, "duration", positive=True)
-        gpus = int(_num(row[col["num_gpus"]], path, line, "num_gpus", integer=True, positive=True))
+                             name) from None
+        duration = _num(row[col["duration"]], name, line, "duration", positive=True, most=MAX_DURATION)
+        gpus = int(_num(row[col["num_gpus"]], name, line, "num_gpus", integer=True, positive=True, most=2**31 - 1))
         if cluster is not None and row[col["cluster"]] != cluster:
             continue
         if (t0 is not None and when < t0) or (t1 is not None and when >= t1):
@@ -216,6 +250,15 @@ def load_philly(path: str | Path, *, start: str | None = None, end: str | None =
     return [TraceJob(line=ln, submit=ts - base, gpus=g, duration=d, key=k) for ts, ln, g, d, k in out]
 
 
+def _bound(text: str | None, flag: str) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return _when(text)
+    except ValueError:
+        raise InputError(flag, f"not an ISO date and time: {text!r}") from None
+
+
 def load_pollux_workload(path: str | Path, *, root: str | Path | None = None) -> list[TraceJob]:
     """A Pollux workload (``name,time,application,num_replicas,batch_size``): 160 jobs for 16 nodes x 4 GPUs.
 
@@ -228,21 +271,22 @@ def load_pollux_workload(path: str | Path, *, root: str | Path | None = None) ->
 
     root = Path(path).resolve().parent.parent if root is None else Path(root)
     out = []
-    for line, row, col in _rows(path, POLLUX_FIELDS):
+    for line, row, col, name in _rows(path, POLLUX_FIELDS):
         app = row[col["application"]]
         if app not in PROFILE_MODELS:
             raise InputError(f"line {line}", f"application: unknown {app!r} (expected one of "
-                             f"{', '.join(PROFILE_MODELS)})", str(path))
-        t = _num(row[col["time"]], path, line, "time")
-        g = int(_num(row[col["num_replicas"]], path, line, "num_replicas", integer=True, positive=True))
-        b = int(_num(row[col["batch_size"]], path, line, "batch_size", integer=True, positive=True))
+                             f"{', '.join(PROFILE_MODELS)})", name)
+        t = _num(row[col["time"]], name, line, "time")
+        g = int(_num(row[col["num_replicas"]], name, line, "num_replicas", integer=True, positive=True,
+                     most=2**31 - 1))
+        b = int(_num(row[col["batch_size"]], name, line, "batch_size", integer=True, positive=True, most=2**31 - 1))
         data = pollux_app(app, str(root))
         if not data.init_bsz <= b <= data.max_bsz:
             raise InputError(f"line {line}", f"batch_size: {b} is outside {app}'s validated range "
-                             f"{data.init_bsz}..{data.max_bsz}", str(path))
+                             f"{data.init_bsz}..{data.max_bsz}", name)
         if g * data.min_local > b:
             raise InputError(f"line {line}", f"num_replicas: {g} replicas at batch size {b} is below {app}'s "
-                             f"smallest measured local batch {data.min_local}", str(path))
+                             f"smallest measured local batch {data.min_local}", name)
         out.append(TraceJob(line=line, submit=t, gpus=g, duration=0.0, key=",".join(row), app=app, batch_size=b,
                             root=str(root)))
     return sorted(out, key=lambda j: (j.submit, j.line))
@@ -258,32 +302,49 @@ def load_load_curve(path: str | Path, *, window: float = 300.0, mode: str = "pea
     divided by their peak, so ``L(t)`` in [0, 1] is the share of the inference servers that serve (a constant
     load serves every server, whatever its level). ``mode="absolute"``: the values are divided by ``per_server``,
     the load one server serves, giving the servers needed (capped at the cluster's size when used).
+    ``path`` ``-`` reads standard input.
+
+    Memory and running time follow the file's size, not its span: the Alibaba windows are kept only where the
+    file has data (a window without data is load 0, one point where such a stretch begins), so three rows
+    spanning 1e15 s make four points. O(rows log rows).
     """
     if mode not in ("peak", "absolute"):
         raise ValueError(f"mode must be 'peak' or 'absolute', got {mode!r}")
     if mode == "absolute" and not (per_server is not None and 0 < per_server < math.inf):
         raise ValueError("mode='absolute' needs a positive finite per_server")
-    fh, reader, col, _ = _open_rows(path, ("value",))
-    fh.close()
+    if not (math.isfinite(window) and window > 0):
+        raise InputError("--load-window", f"must be a positive finite number of seconds, got {window!r}")
+    name, text = _read_text(path, "load")
+    _, _, col, _ = _open_rows(name, ("value",), "load", text)
     alibaba = "timestamp_anon" in col
     tcol = "timestamp_anon" if alibaba else "time"
     if tcol not in col:
-        raise InputError("line 1", "header needs a 'time' column (or the Alibaba 'timestamp_anon')", str(path))
+        raise InputError("line 1", "header needs a 'time' column (or the Alibaba 'timestamp_anon')", name)
     pts = []
-    for line, row, c in _rows(path, (tcol, "value")):
-        pts.append((_num(row[c[tcol]], path, line, tcol), _num(row[c["value"]], path, line, "value")))
+    for line, row, c, _ in _rows(name, (tcol, "value"), "load", text):
+        pts.append((_num(row[c[tcol]], name, line, tcol), _num(row[c["value"]], name, line, "value")))
     if not pts:
-        raise InputError("line 2", "no data rows", str(path))
+        raise InputError("line 2", "no data rows", name)
     if alibaba:
         first = min(t for t, _ in pts)
         sums: dict[int, float] = {}
         for t, v in pts:
             k = int((t - first) // window)
             sums[k] = sums.get(k, 0.0) + v
-        n = max(sums) + 1
-        times = [k * window for k in range(n)]
-        values = [sums.get(k, 0.0) for k in range(n)]
-        period = n * window
+        times, values = [], []
+        for k in sorted(sums):
+            if times and times[-1] == k * window:  # the load-0 point of the window before: replaced
+                times.pop()
+                values.pop()
+            times.append(k * window)
+            values.append(sums[k])
+            if k + 1 not in sums:
+                times.append((k + 1) * window)
+                values.append(0.0)
+        period = (max(sums) + 1) * window
+        if times[-1] >= period:  # the last window's load-0 point is the next period's start
+            times.pop()
+            values.pop()
     else:
         pts.sort()
         first = pts[0][0]
@@ -291,12 +352,32 @@ def load_load_curve(path: str | Path, *, window: float = 300.0, mode: str = "pea
         values = [v for _, v in pts]
         steps = sorted(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
         period = times[-1] + (steps[len(steps) // 2] if steps else window)
-    if mode == "absolute":
-        return LoadCurve(tuple(times), tuple(v / per_server for v in values), float(period), absolute=True)
     peak = max(values)
+    if not math.isfinite(peak) or not math.isfinite(period):
+        raise InputError("value", "the load's sums or span overflow a double", name)
+    if mode == "absolute":
+        needed = tuple(v / per_server for v in values)
+        if not all(math.isfinite(v) for v in needed):
+            raise InputError("value", f"the load over --load-per-server {per_server:g} overflows a double", name)
+        return LoadCurve(tuple(times), needed, float(period), absolute=True)
     if peak <= 0:
-        raise InputError("value", "the load is zero everywhere", str(path))
+        raise InputError("value", "the load is zero everywhere", name)
     return LoadCurve(tuple(times), tuple(v / peak for v in values), float(period))
+
+
+def merge_close(curve: LoadCurve, interval: float) -> LoadCurve:
+    """``curve`` with its points closer than ``interval`` merged: one point per ``interval`` of the period (the
+    first point's time, the largest load of those merged: inference is served its peak), so that a replay
+    makes at most ``period / interval + 1`` load changes per period whatever the file. A period shorter than
+    ``interval`` is raised to it. O(points)."""
+    times, values = [], []
+    for t, v in zip(curve.times, curve.values, strict=True):
+        if times and t - times[-1] < interval:
+            values[-1] = max(values[-1], v)
+        else:
+            times.append(t)
+            values.append(v)
+    return LoadCurve(tuple(times), tuple(values), max(curve.period, interval), absolute=curve.absolute)
 
 
 def _unit(seed: int, salt: str, key: str, line: int) -> float:
