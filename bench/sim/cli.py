@@ -25,11 +25,12 @@ DEFAULTS = {"training_servers": 64, "inference_servers": 32, "interval": 60.0, "
 PRESETS = {
     # the Pollux artifact's simulator (petuum/adaptdl osdi21-artifact, simulator/): 16 nodes x 4 GPUs, no
     # inference cluster, rounds every 60 s on the grid from time 0 only (a job waits for the next round to
-    # start; its GPUs are given to others at the next round), 30 s for any change of allocation, Tiresias'
+    # start; its GPUs are given to others at the next round), 30 s for any change of allocation (the first
+    # start included), Tiresias'
     # threshold at 16 GPU-hours without the starvation rule
     "pollux-artifact": ({"training_servers": 16, "inference_servers": 0, "interval": 60.0, "restart_penalty": 30.0,
                          "preemption_penalty": 30.0, "tiresias_threshold": 57600.0, "tiresias_starve_limit": 0.0},
-                        {"server_gpus": 4, "event_rounds": False, "round_origin": 0.0}),
+                        {"server_gpus": 4, "event_rounds": False, "round_origin": 0.0, "start_penalty": 30.0}),
 }
 
 
@@ -604,7 +605,8 @@ def _compare(args, policies, heading: str | None = None):
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
                 "load_factor": args.load_factor,
                 **({"preset": args.preset, "event_rounds": config.event_rounds,
-                    "round_origin": config.round_origin} if getattr(args, "preset", None) else {}),
+                    "round_origin": config.round_origin, "start_penalty": config.start_penalty}
+                   if getattr(args, "preset", None) else {}),
                 **({"tiresias_threshold": config.tiresias_threshold,
                     "tiresias_starve_limit": config.tiresias_starve_limit} if "tiresias" in policies else {}),
                 "baseline": base}

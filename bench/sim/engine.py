@@ -131,6 +131,7 @@ class SimConfig:
     skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see .quiet)
     event_rounds: bool = True  # also a round at an arrival or completion when GPUs are free (else ticks only)
     round_origin: float | None = None  # rounds at round_origin + k * interval (None: from the first arrival)
+    start_penalty: float = 0.0  # seconds without progress after a job's first start (the Pollux artifact: 30)
 
 
 @dataclass
@@ -361,10 +362,13 @@ class _Sim:
             j.resume_penalty = True
 
     def _started(self, i: int, j: SimJob, t: float) -> None:
-        """``j`` starts or resumes at ``t`` (paying its preemption penalty if it was preempted)."""
-        if j.start is None:
+        """``j`` starts or resumes at ``t`` (paying its preemption penalty if it was preempted, the configured
+        start penalty at its first start)."""
+        first = j.start is None
+        if first:
             j.start = t
-        j.blocked = t + (j.spec.preemption_penalty if j.resume_penalty else 0.0)
+        j.blocked = t + (j.spec.preemption_penalty if j.resume_penalty else
+                         (self.cfg.start_penalty if first else 0.0))
         j.resume_penalty = False
         self.running.add(i)
 

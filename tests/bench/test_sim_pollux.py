@@ -59,6 +59,11 @@ def test_a_lone_job_trains_to_max_epochs_at_the_rate_of_each_epoch():
     rates = [s[3] for s in res.segments]
     assert len(set(rates)) > 50  # the rate changes at epoch ends, not only at rounds
     assert sum(r * (b - a) for _j, a, b, r in res.segments) == pytest.approx(spec.work, rel=1e-9)
+    # the artifact charges its 30 s for the first allocation too (SimConfig.start_penalty, set by the preset)
+    from dataclasses import replace
+
+    late = simulate([spec], get_policy("baseline"), replace(cfg, start_penalty=30.0, record=False, check=False))
+    assert late.jobs[0]["jct"] == pytest.approx(want + 30.0, rel=1e-9)
 
 
 @needs_pollux
@@ -128,7 +133,8 @@ def test_the_preset_sets_the_artifacts_cluster_and_an_explicit_option_wins(tmp_p
         (16, 4, 0, 60.0)
     assert (meta["tiresias_threshold"], meta["tiresias_starve_limit"]) == (57600.0, 0.0)
     assert meta["mapping"]["restart_penalty"] == meta["mapping"]["preemption_penalty"] == 30.0
-    assert (meta["preset"], meta["event_rounds"], meta["round_origin"]) == ("pollux-artifact", False, 0.0)
+    assert (meta["preset"], meta["event_rounds"], meta["round_origin"], meta["start_penalty"]) == \
+        ("pollux-artifact", False, 0.0, 30.0)
     rc = main(["simulate", "--pollux-workload", "1", "--preset", "pollux-artifact", "--policy", "tiresias",
                "--tiresias-threshold", "3600", "--no-progress", "--out", str(tmp_path / "b")])
     assert rc == 0
