@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -111,6 +110,7 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
     linked. Returns ``path``.
     """
     from lyra_solver.bench.harness import load_suite, suite_tables, targets_table
+    from lyra_solver.bench.outputs import write_file
 
     path = Path(path)
     quick = doc["config"].get("scale") == "quick"
@@ -138,7 +138,7 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
         for name in plots:
             src = Path(results_dir) / name
             if src.exists():
-                shutil.copyfile(src, plots_dir / name)
+                write_file(plots_dir / name, src.read_bytes())
     for name, rows in rows_by_suite.items():
         parts.append(suite_tables(load_suite(name), rows))
         links = [p for p in plots if p.startswith(f"{name}_")]
@@ -155,7 +155,7 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
     targets.sort(key=lambda t: t["issue"])
     parts.append("## Speed targets of the issues\n")
     parts.append(targets_table(targets) + "\n")
-    path.write_text("\n".join(parts))
+    write_file(path, "\n".join(parts))
     return path
 
 

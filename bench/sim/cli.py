@@ -65,7 +65,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --backend ray: the Ray cluster's address (ray.init(address=...); default: a local Ray)")
     r.add_argument("--out", help="directory for summary.json, timings.json, jobs-POLICY.csv and plots")
     r.add_argument("--check", action="store_true", help="check every decision with the independent checker")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _fail(where: str, msg: str):
@@ -209,8 +208,9 @@ def _run_all(tasks, trace, config, mapping, args):
     """Every (policy, seed): in this process with a per-job bar (one run), else through the benchmark
     harness's backend (local processes, or Ray, imported only then)."""
     from lyra_solver.bench.harness import map_tasks
+    from lyra_solver.bench.progress import wanted
 
-    show = not args.no_progress and not getattr(args, "quiet", False) and sys.stderr.isatty()
+    show = wanted(args)  # the command line's one progress rule (-q, --progress, --no-progress, a terminal)
     if len(tasks) == 1:
         p, s = tasks[0]
         return {(p, s): run_one(trace, config, p, s, mapping, progress=show)}

@@ -133,9 +133,9 @@ def jobs_csv(result) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    from lyra_solver.bench.outputs import write_file
+
+    write_file(path, data)  # a unique temporary name made exclusively in the folder: a planted link is not followed
 
 
 def write_outputs(out: Path, summaries: dict[str, dict], timings: dict[str, list[dict]], results: dict,
@@ -166,7 +166,7 @@ def plots(out: Path, results: dict, config) -> list[Path]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        log.info("matplotlib not installed: no plots (pip install 'lyra-solver[bench]')")
+        log.warning("plots skipped: matplotlib is not installed (pip install 'lyra-solver[bench]')")
         return []
     written = []
     fig, ax = plt.subplots(figsize=(7, 4.5))
