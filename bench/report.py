@@ -153,7 +153,7 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
     targets += [{"issue": e[0], "target": e[1], "verdict": e[3] if len(e) > 3 else "not measured here",
                  "detail": e[2]} for e in EXTERNAL_TARGETS]
     targets.sort(key=lambda t: t["issue"])
-    parts.append("## Speed targets of the issues\n")
+    parts.append("## Speed and quality targets\n")
     parts.append(targets_table(targets) + "\n")
     write_file(path, "\n".join(parts))
     return path

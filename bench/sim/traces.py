@@ -154,6 +154,10 @@ def _num(text: str, path, line: int, field: str, *, integer: bool = False, posit
     return x
 
 
+#: Most GPUs one trace row may ask for (Philly's largest job asks for 128).
+MAX_JOB_GPUS = 1_000_000
+
+
 def _when(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
@@ -190,6 +194,9 @@ def load_philly(path: str | Path, *, start: str | None = None, end: str | None =
                              str(path)) from None
         duration = _num(row[col["duration"]], path, line, "duration", positive=True)
         gpus = int(_num(row[col["num_gpus"]], path, line, "num_gpus", integer=True, positive=True))
+        if gpus > MAX_JOB_GPUS:  # named by its line here, not later as a snapshot field of the engine
+            raise InputError(f"line {line}", f"num_gpus: at most {MAX_JOB_GPUS:,} GPUs per job, got {gpus:,}",
+                             str(path))
         if cluster is not None and row[col["cluster"]] != cluster:
             continue
         if (t0 is not None and when < t0) or (t1 is not None and when >= t1):
