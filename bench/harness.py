@@ -786,8 +786,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     level = (logging.ERROR if args.quiet else logging.WARNING if not args.verbose else
              logging.INFO if args.verbose == 1 else logging.DEBUG)
-    logging.basicConfig(level=level, format="lyra-solver bench: %(levelname)s: %(message)s")
+    logging.basicConfig(level=max(level, logging.WARNING), format="lyra-solver bench: %(levelname)s: %(message)s")
     logging.getLogger("lyra_solver").setLevel(level)
+    log.debug("bench: suites %s, %s, jobs %d, backend %s", names, cfg, jobs, args.backend)
     from lyra_solver.bench.progress import wanted
     command = "lyra-solver bench " + " ".join(argv)
     import tempfile

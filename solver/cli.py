@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -520,10 +521,15 @@ def main(argv: list[str] | None = None) -> int:
     verbose = getattr(args, "verbose", 0)
     level = logging.ERROR if getattr(args, "quiet", False) else (
         logging.WARNING if not verbose else logging.INFO if verbose == 1 else logging.DEBUG)
-    logging.basicConfig(level=level, format="lyra-solver: %(levelname)s: %(message)s")
+    # the project's loggers at the level asked; other libraries' only from warnings (their debug lines are noise)
+    logging.basicConfig(level=max(level, logging.WARNING), format="lyra-solver: %(levelname)s: %(message)s")
+    logging.getLogger("lyra_solver").setLevel(level)
+    log.debug("%s: %s", args.command, {k: v for k, v in sorted(vars(args).items()) if k not in ("run", "command")})
+    t0 = time.perf_counter()
     try:
         code = args.run(args)
         _flush_stdout()
+        log.debug("%s: exit %d after %.3f s", args.command, code, time.perf_counter() - t0)
         return code
     except UsageError as err:
         _say(f"error: {err}")
