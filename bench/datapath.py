@@ -19,10 +19,13 @@ from pathlib import Path
 
 from lyra_solver.errors import InputError
 
-__all__ = ["ENV", "data_root", "set_data_dir", "shared_data"]
+__all__ = ["ENV", "data_root", "missing_data", "set_data_dir", "shared_data"]
 
 #: The environment variable naming the data folder.
 ENV = "LYRA_SOLVER_DATA"
+
+#: Every data file asked for in this process (relative to the data folder), in order: :func:`missing_data`.
+_ASKED: dict[str, None] = {}
 
 
 def _repository_default() -> Path | None:
@@ -71,4 +74,13 @@ def shared_data(*parts: str) -> Path:
     error lines show no machine path. Raises :class:`~lyra_solver.errors.InputError` as :func:`data_root` does.
     """
     root = data_root()
+    if parts:
+        _ASKED.setdefault("/".join(parts), None)
     return (root if root is not None else Path("shared-data-not-found")).joinpath(*parts)
+
+
+def missing_data() -> list[str]:
+    """The data files asked for in this process (:func:`shared_data`) that do not exist: the instances built on
+    them were skipped. Relative to the data folder, in the order first asked."""
+    root = data_root()
+    return [rel for rel in _ASKED if root is None or not (root / rel).exists()]

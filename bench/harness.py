@@ -722,6 +722,15 @@ def run_and_write(names: list[str], cfg: Config, *, jobs: int, backend: str, add
     if targets:
         parts.append("## Targets\n")
         parts.append(targets_table(targets))
+    from lyra_solver.bench.datapath import ENV, missing_data
+
+    missing = missing_data()
+    if missing:  # the suites skip the instances of a data set that is not here: say which
+        note = (f"Skipped for lack of data: the instances built on {', '.join(missing)} (no such file in the data "
+                f"folder; set {ENV} or --data-dir to the folder of the data sets).")
+        log.warning("%s", note)
+        parts.append("\n" + note + "\n")
+        config["missing_data"] = missing
     text = "\n".join(parts)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

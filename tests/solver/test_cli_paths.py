@@ -372,3 +372,19 @@ def test_completion_script():
     assert res.returncode == 0, res.stderr
     for word in ("decide", "generate", "--allocation", "--classes", "simulate"):
         assert word in res.stdout
+
+
+def test_bench_lists_what_it_skips_for_lack_of_data(tmp_path, monkeypatch):
+    from lyra_solver.bench import datapath, harness
+
+    monkeypatch.setenv(datapath.ENV, str(tmp_path))  # a data folder without the Philly trace
+    monkeypatch.setattr(datapath, "_ASKED", {})
+    cfg = harness.Config(scale="tiny", repeat=0, time_limit=2.0)
+    text, doc = harness.run_and_write(["decide"], cfg, jobs=1, backend="local", address=None, out=None,
+                                      progress=False, command="test")
+    assert "Skipped for lack of data: the instances built on philly/philly.csv" in text
+    assert doc["config"]["missing_data"] == ["philly/philly.csv"]
+    assert not any(r["group"] == "philly" for r in doc["rows"])
+    (tmp_path / "philly").mkdir()
+    (tmp_path / "philly" / "philly.csv").write_text("x")
+    assert datapath.missing_data() == []
