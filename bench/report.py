@@ -161,7 +161,8 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
 
 def main(argv: list[str] | None = None) -> int:
     """Run every suite (``bench all``), then write BENCHMARKS.md and its plots."""
-    ap = argparse.ArgumentParser(prog="python -m lyra_solver.bench.report", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m lyra_solver.bench.report", description=__doc__.splitlines()[0],
+                                 allow_abbrev=False)
     ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"), help="the report to write")
     ap.add_argument("--plots", type=Path, default=None, help="where the plots go (default docs/bench beside --out)")
     ap.add_argument("--results", type=Path, default=None,
@@ -172,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     from lyra_solver.bench.harness import main as bench_main
 
     results = args.results or args.out.parent / "bench-results"
-    argv2 = ["all", "--out", str(results), "--jobs", str(args.jobs)] + (["--quick"] if args.quick else [])
+    # --force: the results folder is this command's own (the last report's results.json and plots are replaced)
+    argv2 = ["all", "--out", str(results), "--force", "--jobs", str(args.jobs)] + (["--quick"] if args.quick else [])
     rc = bench_main(argv2 + ["--report", str(args.out)] + (["--plots", str(args.plots)] if args.plots else []))
     if rc == 0:
         print(f"wrote {args.out}", file=sys.stderr)
