@@ -2,9 +2,13 @@
 through the very ``decide`` and ``apply_decision`` a scheduler calls.
 
 - :mod:`.traces`: loaders (Philly, Pollux workloads, load curves) and the seeded job mapping;
-- :mod:`.policies`: the policies, as snapshot-building rules and decide options;
+- :mod:`.policies`: the policies, one module each behind one interface (snapshot-building rules, decide
+  options, state across rounds), and the table of names;
+- :mod:`.cluster`: the servers' state and the GPUs held; :mod:`.jobs`: a job's state during a run;
+- :mod:`.metrics`: counters, GPU-seconds and series gathered during a run;
+- :mod:`.quiet`: rounds skipped because their decision is known; :mod:`.packing`: speeds of jobs sharing GPUs;
 - :mod:`.engine`: the event loop (:func:`simulate`);
-- :mod:`.report`: metrics, summary.json, CSVs, plots and the markdown table;
+- :mod:`.report`: summary.json, CSVs, plots and the markdown table;
 - :mod:`.cli`: ``lyra-solver simulate``.
 """
 from __future__ import annotations

@@ -17,10 +17,14 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-POLICY_NAMES = ("baseline", "baseline-sjf", "loan", "elastic", "lyra", "lyra-exact", "lyra-pack", "tiresias")
+def _policy_names() -> tuple[str, ...]:
+    from lyra_solver.bench.sim.policies import POLICIES
+
+    return tuple(POLICIES)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    names = _policy_names()
     src = p.add_argument_group("trace")
     src.add_argument("--trace", help="Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster)")
     src.add_argument("--pollux-workload", type=int, metavar="N",
@@ -52,9 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Tiresias' STARVELIMIT: a second-queue job that has waited K times its last run is promoted "
                    "to the first queue; 0 disables (default %(default)s, see policies.promote_starved)")
     pol = c.add_mutually_exclusive_group(required=True)
-    pol.add_argument("--policy", choices=POLICY_NAMES, help="one policy")
-    pol.add_argument("--compare", nargs="+", choices=POLICY_NAMES, metavar="P",
-                     help=f"several policies, ratios to the first baseline given ({', '.join(POLICY_NAMES)})")
+    pol.add_argument("--policy", choices=names, help="one policy")
+    pol.add_argument("--compare", nargs="+", choices=names, metavar="P",
+                     help=f"several policies, ratios to the first baseline given ({', '.join(names)})")
     c.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 of the mapping (default %(default)s)")
     c.add_argument("--seed", type=int, default=0, help="first seed (default %(default)s)")
     r = p.add_argument_group("running and output")

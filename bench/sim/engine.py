@@ -26,6 +26,11 @@ Time model:
 - inference: ``need(t) = ceil(L(t) * inference_servers)`` servers serve; idle servers are taken first, then
   ``inference.reclaim`` asks the next round for loaned servers back, which serve once returned.
 
+The parts: :mod:`.cluster` (servers and GPUs held), :mod:`.jobs` (a job's state), :mod:`.metrics` (counters,
+GPU-seconds, series), :mod:`.quiet` (rounds skipped because their decision is known), :mod:`.packing` (speeds
+of jobs sharing GPUs) and :mod:`.policies` (how each policy builds the round's snapshot and options). This module
+is the event loop and carries decisions out.
+
 Running time: O(R * (A + D)) for R rounds, A active jobs and D the cost of one ``decide``.
 """
 from __future__ import annotations
@@ -38,15 +43,17 @@ import time
 from dataclasses import dataclass, field
 
 import msgspec
-import numpy as np
 from lyra_solver.apply import apply_decision
-from lyra_solver.formulations.packing import job_rate, pair_speed
 from lyra_solver.pipeline import decide
 from lyra_solver.throughput import rate_one
-from lyra_solver.types import Inference, Job, Options, PackingProfile, ProfileThroughput, Server, Snapshot
-from lyra_solver.values import TIME_CAP, JobOptions, value_table
+from lyra_solver.types import PackingProfile, ProfileThroughput
 
-from .policies import Policy, TwoQueueState, promote_starved, two_queue_victims
+from .cluster import Cluster
+from .jobs import SimJob
+from .metrics import Metrics
+from .packing import _shared_at, packed_rates
+from .policies import Policy
+from .quiet import SizesKept, is_quiet
 from .traces import LoadCurve, SimJobSpec
 
 log = logging.getLogger(__name__)
@@ -70,7 +77,7 @@ class SimConfig:
     tiresias_starve_limit: float = 8.0  # Tiresias' STARVELIMIT (x last run; 0: off), see policies.promote_starved
     check: bool = False  # run the independent checker on every decision (tests)
     record: bool = False  # keep every progress segment (tests of work conservation)
-    skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see _Sim._quiet)
+    skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see .quiet)
 
 
 @dataclass
@@ -88,32 +95,6 @@ class SimResult:
     segments: list[tuple[str, float, float, float]] = field(default_factory=list)
     gpu_seconds_window: dict = field(default_factory=dict)  # GPU-seconds while jobs arrive
     window: float = 0.0  # first to last arrival, seconds
-
-
-class _Job:
-    __slots__ = ("spec", "idx", "remaining", "placement", "workers", "rate", "blocked", "attained", "start",
-                 "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus", "host", "packed")
-
-    def __init__(self, spec: SimJobSpec, idx: int) -> None:
-        self.spec, self.idx = spec, idx
-        self.remaining = spec.work
-        self.placement: dict[str, int] | None = None
-        self.workers = 0
-        self.rate = 0.0
-        self.blocked = 0.0
-        self.attained = 0.0
-        self.start: float | None = None
-        self.end: float | None = None
-        self.resume_penalty = False
-        self.preemptions = 0
-        self.scalings = 0
-        self.train_gpus = 0
-        self.inf_gpus = 0
-        self.host: str | None = None  # the host's id while the job runs as a packing guest
-        self.packed = 0  # rounds run as a packing guest
-
-    def finish_time(self, t: float) -> float:
-        return max(t, self.blocked) + self.remaining / self.rate
 
 
 def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimConfig(),
@@ -143,99 +124,60 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
 
 
 class _Sim:
+    """One run: the event loop and the carrying out of decisions (the policy's :class:`~.policies.base.View`)."""
+
     def __init__(self, specs, policy: Policy, cfg: SimConfig, progress) -> None:
         self.policy, self.cfg, self.progress = policy, cfg, progress
         self.specs = sorted(specs, key=lambda s: (s.submit, s.line))
-        self.G = cfg.server_gpus
-        self.train_servers = [Server(id=f"t{i}", pool="training", gpus=self.G) for i in range(cfg.training_servers)]
-        self.inf_state = ["idle"] * cfg.inference_servers
-        self.inf_server = {(i, st): Server(id=f"i{i}", pool="inference", gpus=self.G, state=st)
-                           for i in range(cfg.inference_servers) for st in ("idle", "loaned")}
-        self.tp = {}
+        self.cluster = Cluster(cfg.training_servers, cfg.inference_servers, cfg.server_gpus)
+        self.tp: dict[str, ProfileThroughput] = {}
         self.rates: dict[tuple[str, int], float] = {}
-        self.options = msgspec.convert({"queue": policy.queue, "allocation": policy.allocation,
-                                        "reclaim": policy.reclaim, "placement": "bfd", "packing": policy.packing,
-                                        "time_limit": cfg.time_limit}, Options)
-        self.jobs: list[_Job] = []
-        self.active: dict[int, _Job] = {}  # queued or running, by arrival index
+        self.options = policy.decide_options(cfg.time_limit)
+        self.jobs: list[SimJob] = []
+        self.active: dict[int, SimJob] = {}  # queued or running, by arrival index
         self.running: set[int] = set()
         self.done = 0
-        self.need = 0  # inference servers the load needs now
-        self.skip_quiet = cfg.skip_quiet
-        self._kept: dict[int, tuple[int, float]] = {}  # job -> (size, remaining work) found kept (_sizes_kept)
-        self.counters = {"quiet_rounds": 0, "rounds": 0, "preemptions": 0, "scaling_events": 0, "restarts": 0,
-                         "reclaim_events": 0, "reclaim_rounds": 0, "loans": 0, "packed": 0}
+        self.kept = SizesKept()
         self.packing: list = []  # the last decision's packing groups
         self.profiles: dict[str, PackingProfile] = {}
-        self.gs = {"training_used": 0.0, "inference_serving": 0.0, "inference_loaned_used": 0.0,
-                   "inference_unmet": 0.0}
-        self.gs_window = dict(self.gs)  # the same, over the arrival window only (first to last arrival)
-        self.last_arrival = self.specs[-1].submit if self.specs else 0.0
-        self.series: list[tuple[float, int, int, int, int]] = []
-        self.decide_ms: list[float] = []
-        self.segments: list[tuple[str, float, float, float]] = []
-        self.used_train = 0
-        self.used_inf = 0
-        self.tq = TwoQueueState()  # Tiresias' starvation ledger (two-queue policies only)
-        if policy.two_queue:
-            self.counters["promotions"] = 0
+        self.metrics = Metrics(self.specs[-1].submit if self.specs else 0.0, record=cfg.record)
+        for name in policy.counters:
+            self.metrics.counters[name] = 0
+        self.state = policy.start(cfg)
+
+    # ------------------------------------------------------------------------------------------ the view
+    def throughput(self, app: str) -> ProfileThroughput:
+        tp = self.tp.get(app)
+        if tp is None:
+            tp = self.tp[app] = ProfileThroughput(model=app)
+        return tp
+
+    def packing_profile(self, sp) -> PackingProfile:
+        prof = self.profiles.get(sp.app)
+        if prof is None:
+            prof = self.profiles[sp.app] = PackingProfile(gpu_util=sp.gpu_util, gpu_mem_gb=sp.gpu_mem_gb, app=sp.app)
+        return prof
+
+    def count(self, name: str, value: int) -> None:
+        self.metrics.counters[name] = value
 
     # ------------------------------------------------------------------------------------------ helpers
     def _rate(self, app: str, w: int) -> float:
         key = (app, w)
         r = self.rates.get(key)
         if r is None:
-            r = self.rates[key] = rate_one(self._tp(app), w, server_gpus=self.G)
+            r = self.rates[key] = rate_one(self.throughput(app), w, server_gpus=self.cluster.G)
         return r
 
-    def _tp(self, app: str) -> ProfileThroughput:
-        tp = self.tp.get(app)
-        if tp is None:
-            tp = self.tp[app] = ProfileThroughput(model=app)
-        return tp
-
-    def _count(self, state: str) -> int:
-        return self.inf_state.count(state)
-
-    def _set_load(self, t: float) -> None:
-        """Follow the load curve: idle servers start serving first; serving servers beyond the need go idle."""
-        n = self.cfg.inference_servers
-        if n == 0:
-            return
-        level = self.cfg.load.at(t) if self.cfg.load is not None else 0.0
-        self.need = min(n, math.ceil(level * n - 1e-9))
-        serving = self._count("serving")
-        if serving > self.need:
-            for i in range(n - 1, -1, -1):
-                if serving == self.need:
-                    break
-                if self.inf_state[i] == "serving":
-                    self.inf_state[i] = "idle"
-                    serving -= 1
-        elif serving < self.need:
-            for i in range(n):
-                if serving == self.need:
-                    break
-                if self.inf_state[i] == "idle":
-                    self.inf_state[i] = "serving"
-                    serving += 1
-
-    def _reclaim_wanted(self) -> int:
-        short = self.need - self._count("serving") - self._count("idle")
-        return max(0, min(short, self._count("loaned")))
-
     def _free_gpus(self) -> int:
-        free = self.cfg.training_servers * self.G - self.used_train
-        if self.policy.loan:
-            free += (self._count("idle") + self._count("loaned")) * self.G - self.used_inf
-        return free
+        return self.cluster.free_gpus(self.policy.loan)
 
     # ------------------------------------------------------------------------------------------ time
     def _advance(self, t: float, t2: float) -> None:
         dt = t2 - t
         if dt <= 0:
             return
-        jobs, record = self.jobs, self.cfg.record
+        jobs, record, segments = self.jobs, self.metrics.record, self.metrics.segments
         for i in self.running:
             j = jobs[i]
             b = j.blocked
@@ -243,18 +185,14 @@ class _Sim:
             if t2 > s:
                 j.remaining -= j.rate * (t2 - s)
                 if record:
-                    self.segments.append((j.spec.id, s, t2, j.rate))
+                    segments.append((j.spec.id, s, t2, j.rate))
             j.attained += j.workers * dt
-        serving = self._count("serving")
-        for gs, d in ((self.gs, dt), (self.gs_window, max(0.0, min(t2, self.last_arrival) - t))):
-            if d > 0:
-                gs["training_used"] += self.used_train * d
-                gs["inference_loaned_used"] += self.used_inf * d
-                gs["inference_serving"] += serving * self.G * d
-                gs["inference_unmet"] += max(0, self.need - serving) * self.G * d
+        c = self.cluster
+        serving = c.count("serving")
+        self.metrics.gpu_time(t, t2, c.used_train, c.used_inf, serving * c.G, max(0, c.need - serving) * c.G)
 
     def _next_completion(self, t: float) -> float:
-        """The earliest finish time of a running job (:meth:`_Job.finish_time`, inlined), ``inf`` if none."""
+        """The earliest finish time of a running job (:meth:`SimJob.finish_time`, inlined), ``inf`` if none."""
         best = math.inf
         jobs = self.jobs
         for i in self.running:
@@ -293,168 +231,61 @@ class _Sim:
             self._set_rates()
         return bool(finished)
 
-    def _release(self, j: _Job) -> None:
-        self.used_train -= j.train_gpus
-        self.used_inf -= j.inf_gpus
+    # ------------------------------------------------------------------------------------------ holding GPUs
+    def _release(self, j: SimJob) -> None:
+        self.cluster.release(j.train_gpus, j.inf_gpus)
         j.train_gpus = j.inf_gpus = 0
 
-    def _hold(self, j: _Job, placement: dict[str, int]) -> None:
+    def _hold(self, j: SimJob, placement: dict[str, int]) -> None:
         j.placement = placement
         j.workers = sum(placement.values())
         j.rate = self._rate(j.spec.app, j.workers)
-        j.train_gpus = sum(n for s, n in placement.items() if s[0] == "t")
-        j.inf_gpus = j.workers - j.train_gpus
-        self.used_train += j.train_gpus
-        self.used_inf += j.inf_gpus
+        j.train_gpus, j.inf_gpus = self.cluster.split(placement)
+        self.cluster.hold(j.train_gpus, j.inf_gpus)
+
+    def _stop(self, i: int, j: SimJob) -> None:
+        """Job ``j`` stops running: its GPUs are released and it makes no progress until started again."""
+        self._release(j)
+        j.placement, j.workers, j.rate = None, 0, 0.0
+        self.running.discard(i)
+
+    def _preempted(self, j: SimJob, t: float, *, resumed_now: bool = False) -> None:
+        """Count a preemption of ``j`` (the one place it is counted). Its preemption penalty is paid when it
+        resumes, or from ``t`` on when the same round resumes it elsewhere (``resumed_now``)."""
+        j.preemptions += 1
+        self.metrics.count("preemptions")
+        if resumed_now:
+            j.blocked = t + j.spec.preemption_penalty
+        else:
+            j.resume_penalty = True
+
+    def _started(self, i: int, j: SimJob, t: float) -> None:
+        """``j`` starts or resumes at ``t`` (paying its preemption penalty if it was preempted)."""
+        if j.start is None:
+            j.start = t
+        j.blocked = t + (j.spec.preemption_penalty if j.resume_penalty else 0.0)
+        j.resume_penalty = False
+        self.running.add(i)
 
     def _set_rates(self) -> None:
-        """Every running job's rate: ``rate(w)``, times its packed speed where it shares GPUs (module docstring).
-
-        A host's workers on shared GPUs run at the host's speed of the pair, the others at 1; a guest's workers
-        all share. A pair counts while both of its jobs run: once one completes the other runs unshared."""
+        """Every running job's rate: ``rate(w)``, times its packed speed where it shares GPUs (:mod:`.packing`)."""
         for i in self.running:
             j = self.jobs[i]
             j.rate = self._rate(j.spec.app, j.workers)
         if not self.packing:
             return
         by_id = {self.jobs[i].spec.id: self.jobs[i] for i in self.running}
-        opts = self.options
-        measured = opts.pair_speed or {}
-        speeds: dict[str, list[float]] = {}
-        for g in self.packing:
-            h, q = by_id.get(g.jobs[0]), by_id.get(g.jobs[1])
-            if h is None or q is None:
-                continue
-            m = measured.get(f"{h.spec.app}|{q.spec.app}")
-            rev = measured.get(f"{q.spec.app}|{h.spec.app}")
-            m = m if m is not None else (rev[::-1] if rev is not None else None)
-            sh, sq = pair_speed(h.spec.gpu_util, q.spec.gpu_util, g.shares[h.spec.id], g.shares[q.spec.id],
-                                overhead=opts.packing_overhead, measured_a=None if m is None else m[0],
-                                measured_b=None if m is None else m[1])
-            speeds.setdefault(h.spec.id, []).extend([float(sh)] * g.gpus)
-            speeds.setdefault(q.spec.id, []).extend([float(sq)] * g.gpus)
-        for jid, sp in speeds.items():
-            j = by_id[jid]
-            w = max(j.workers, len(sp))
-            j.rate = float(job_rate(self._rate(j.spec.app, j.workers), sp + [1.0] * (w - len(sp)),
-                                    sample_stealing=opts.sample_stealing))
-
-    def _profile(self, sp) -> PackingProfile:
-        prof = self.profiles.get(sp.app)
-        if prof is None:
-            prof = self.profiles[sp.app] = PackingProfile(gpu_util=sp.gpu_util, gpu_mem_gb=sp.gpu_mem_gb, app=sp.app)
-        return prof
+        for jid, r in packed_rates(self.packing, by_id, self.options,
+                                   lambda j: self._rate(j.spec.app, j.workers)).items():
+            by_id[jid].rate = r
 
     # ------------------------------------------------------------------------------------------ rounds
-    def _quiet(self) -> bool:
-        """A round whose decision is known without calling ``decide``: nothing queued, no reclaim asked, and
-        every running job at its largest size. Then no step can change anything (nothing to admit, no loan
-        wanted, every elastic job's top option is the one it holds, placements of unchanged jobs are kept), so
-        the round is counted as quiet and skipped. Also quiet, under the greedy allocation without packing: nothing
-        queued, no reclaim, and every elastic job held at the strict best size of its value row
-        (:meth:`_sizes_kept`). Exact, not an approximation: tests compare against runs that call ``decide``
-        every round."""
-        if not self.skip_quiet or len(self.running) != len(self.active) or self._reclaim_wanted():
-            return False
-        elastic = self.policy.elastic
-        jobs = self.jobs
-        at_top = True
-        for i in self.running:
-            j = jobs[i]
-            if j.host is not None:  # guests are queued in the snapshot
-                return False
-            if at_top and j.workers != (j.spec.max_workers if elastic else j.spec.gpus):
-                at_top = False
-        if at_top:
-            return True
-        pol = self.policy
-        return elastic and pol.allocation == "greedy" and pol.packing == "off" and not pol.two_queue \
-            and self._sizes_kept()
-
-    def _sizes_kept(self) -> bool:
-        """Whether the greedy allocation keeps every running job at its size, in a round with nothing queued, no
-        reclaim and no packing (so nothing is admitted, nothing shrinks and the scale step alone could change
-        a placement).
-
-        The scale step's values are those of :func:`lyra_solver.values.value_table` (computed here by the same
-        function on the same options, over each elastic job's whole range ``min..max``; the step's row is a
-        part of it that holds the current size). When the current size ``c`` of every elastic job is the
-        strict maximum of its row (by a margin far above rounding), ``c`` is the last undominated item of its
-        class, and the sizes held fit in the capacity (which counts their workers above ``min``), so the
-        greedy takes every upgrade up to ``c`` and stops there: the targets are the current sizes, placement
-        keeps every job where it is, and no borrowed server hosts a worker. The decision changes nothing.
-
-        A job found so at size ``c`` with remaining work ``R`` stays so while it holds ``c`` and its work only
-        shrinks: ``value(c) - value(w) = R (1 / rate(w) - 1 / rate(c)) + restart_penalty`` does not decrease
-        as ``R`` does (no time at the cap, rates fixed by ``w``), so the margin found once, far above
-        rounding, still holds. Such jobs are remembered (:attr:`_kept`) and their rows not computed again.
-        """
-        rows = []
-        for i in sorted(self.running):
-            j = self.jobs[i]
-            if j.spec.min_workers < j.spec.max_workers:
-                seen = self._kept.get(i)
-                if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
-                    rows.append(j)
-        if not rows:
-            return True
-        opts = [JobOptions(self._tp(j.spec.app), j.spec.min_workers, j.spec.max_workers, max(j.remaining, 0.0), 1,
-                           j.workers, j.spec.restart_penalty) for j in rows]
-        table = value_table(opts, server_gpus=self.G, backend="numpy")
-        n = len(rows)
-        at = np.fromiter((j.workers - j.spec.min_workers for j in rows), np.int64, n)
-        values = table.values.copy()
-        held = values[np.arange(n), at]
-        values[np.arange(n), at] = -np.inf
-        pen = np.fromiter((j.spec.restart_penalty for j in rows), np.float64, n)
-        # far above rounding and above the 1e-9 (of |T(min)| + |T(w)| + penalty) by which a GPU backend's table
-        # may differ from numpy's
-        longest = np.abs(table.times).max(axis=1)
-        margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + longest + pen)
-        ok = held - values.max(axis=1) > margin
-        for j, good, top in zip(rows, ok.tolist(), longest.tolist(), strict=True):
-            if good and top < TIME_CAP:
-                self._kept[j.idx] = (j.workers, max(j.remaining, 0.0))
-        return bool(ok.all())
-
-    def _snapshot(self, t: float) -> tuple[Snapshot, set[int]]:
-        pol, thr = self.policy, self.cfg.tiresias_threshold
-        servers = list(self.train_servers)
-        reclaim = 0
-        if pol.loan:
-            servers += [self.inf_server[(i, st)] for i, st in enumerate(self.inf_state) if st != "serving"]
-            reclaim = self._reclaim_wanted()
-        hidden: set[int] = set()  # running jobs shown as queued (Tiresias' victims: see two_queue_victims)
-        if pol.two_queue:  # queued by the attained service since the last promotion (starvation rule)
-            self.tq = tq = promote_starved(self.tq, t, ((i, j.spec.submit, j.attained, j.train_gpus + j.inf_gpus)
-                                                        for i, j in self.active.items()),
-                                           thr, self.cfg.tiresias_starve_limit)
-            self.counters["promotions"] = tq.promotions
-            hidden = two_queue_victims(
-                sum(s.gpus for s in servers),
-                ((i, j.spec.submit, tq.queue_attained(i, j.attained), j.spec.min_workers if pol.elastic
-                  else j.spec.gpus, j.train_gpus + j.inf_gpus) for i, j in self.active.items()), thr)
-        jobs = []
-        for i in sorted(self.active):
-            j = self.jobs[i]
-            sp = j.spec
-            lo, hi = (sp.min_workers, sp.max_workers) if pol.elastic else (sp.gpus, sp.gpus)
-            att = (0.0 if tq.queue_attained(i, j.attained) < thr else thr) if pol.two_queue else j.attained
-            jobs.append(Job(id=sp.id, min_workers=lo, max_workers=hi, remaining_work=max(j.remaining, 0.0),
-                            throughput=self._tp(sp.app), submit_time=sp.submit,
-                            placement=None if i in hidden else j.placement,
-                            restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
-                            attained_service=att,
-                            packing=self._profile(sp) if pol.packing != "off" else None))
-        snap = Snapshot(format_version=1, servers=servers, jobs=jobs, now=t, inference=Inference(reclaim=reclaim),
-                        options=self.options)
-        return snap, hidden
-
     def _round(self, t: float) -> None:
-        snap, hidden = self._snapshot(t)
+        pol, m = self.policy, self.metrics
+        snap, hidden = pol.snapshot(self, t, self.state)
         t0 = time.perf_counter()
-        decision = decide(snap, keep_packing=self.packing)  # packing guests keep their host GPUs if they may
-        self.decide_ms.append((time.perf_counter() - t0) * 1e3)
+        decision = decide(snap, **pol.decide_kwargs(self, self.state))
+        m.decide_ms.append((time.perf_counter() - t0) * 1e3)
         if self.cfg.check:
             from lyra_solver.check import check_decision, format_violations
 
@@ -462,16 +293,17 @@ class _Sim:
             if bad:
                 raise DecisionRejected(f"round at t={t}: {format_violations(bad[:5])}")
         nxt = apply_decision(snap, decision)
-        self.counters["rounds"] += 1
+        pol.after_round(self, t, self.state, decision)
+        m.count("rounds")
         back, lent = decision.servers.reclaim, decision.servers.loan
         for sid in back:
-            self.inf_state[int(sid[1:])] = "serving"
+            self.cluster.set_state(sid, "serving")
         for sid in lent:
-            self.inf_state[int(sid[1:])] = "loaned"
+            self.cluster.set_state(sid, "loaned")
         if back:
-            self.counters["reclaim_events"] += len(back)
-            self.counters["reclaim_rounds"] += 1
-        self.counters["loans"] += len(lent)
+            m.count("reclaim_events", len(back))
+            m.count("reclaim_rounds")
+        m.count("loans", len(lent))
         gone = set(back)
         index = {self.jobs[i].spec.id: i for i in self.active}
         guest_of = {jid: g.jobs[0] for g in decision.packing for jid in g.jobs[1:]}
@@ -489,45 +321,35 @@ class _Sim:
             if new == old:
                 continue
             if new is None:  # preempted
-                self._release(j)
-                j.placement, j.workers, j.rate = None, 0, 0.0
-                self.running.discard(i)
-                j.preemptions += 1
-                j.resume_penalty = True
-                self.counters["preemptions"] += 1
+                self._stop(i, j)
+                self._preempted(j, t)
                 continue
             if old is None:  # started or resumed
-                if j.start is None:
-                    j.start = t
-                j.blocked = t + (j.spec.preemption_penalty if j.resume_penalty else 0.0)
-                j.resume_penalty = False
-                self.running.add(i)
+                self._started(i, j, t)
             else:  # scaled or moved: a restart; a preemption if the job was hidden (Tiresias) or lost, to a
                 # reclaimed server, more workers than it could shrink by (preempted and re-admitted in one round)
-                lo = j.spec.min_workers if self.policy.elastic else j.spec.gpus
+                lo = pol.shown_range(j.spec)[0]
                 if i in hidden or sum(n for s, n in old.items() if s not in gone) < lo:
-                    j.preemptions += 1
-                    self.counters["preemptions"] += 1
-                    j.blocked = t + j.spec.preemption_penalty
+                    self._preempted(j, t, resumed_now=True)
                 else:
                     if sum(new.values()) != j.workers:
                         j.scalings += 1
-                        self.counters["scaling_events"] += 1
-                    self.counters["restarts"] += 1
+                        m.count("scaling_events")
+                    m.count("restarts")
                     j.blocked = t + j.spec.restart_penalty
                 self._release(j)
             self._hold(j, dict(new))
-        if self.policy.packing != "off":
+        if pol.packing != "off":
             self._set_rates()
-        queued = len(self.active) - len(self.running)
-        self.series.append((t, queued, self.used_train, self._count("serving") * self.G, self.used_inf))
+        c = self.cluster
+        m.series.append((t, len(self.active) - len(self.running), c.used_train, c.serving_gpus(), c.used_inf))
 
-    def _guest(self, t: float, i: int, j: _Job, host: str | None, placement, workers: int | None,
+    def _guest(self, t: float, i: int, j: SimJob, host: str | None, placement, workers: int | None,
                moved: bool = True) -> None:
         """Carry out the decision for a job that runs as a packing guest now (``host``) or did until now;
         ``moved``: its host or the GPUs it shares with it changed since the last round."""
         if host is not None:
-            self.counters["packed"] += 1
+            self.metrics.count("packed")
             j.packed += 1
         if j.host is not None:  # a guest until now
             if host == j.host and not moved:  # packed again on the same GPUs of the same host: undisturbed
@@ -535,13 +357,10 @@ class _Sim:
                 return
             j.host = None
             if host is None and placement is None:  # left waiting: preempted
-                self.running.discard(i)
-                j.workers, j.rate = 0, 0.0
-                j.preemptions += 1
-                j.resume_penalty = True
-                self.counters["preemptions"] += 1
+                self._stop(i, j)
+                self._preempted(j, t)
                 return
-            self.counters["restarts"] += 1  # another host, or started properly: a restart
+            self.metrics.count("restarts")  # another host, or started properly: a restart
             j.blocked = max(j.blocked, t + j.spec.restart_penalty)
             if host is None:
                 self._hold(j, dict(placement))
@@ -550,20 +369,14 @@ class _Sim:
             if j.placement is not None:  # not produced by step 6 (it packs waiting jobs); handled as a preemption
                 self._release(j)
                 j.placement = None
-                j.preemptions += 1
-                j.resume_penalty = True
-                self.counters["preemptions"] += 1
-            if j.start is None:
-                j.start = t
-            j.blocked = t + (j.spec.preemption_penalty if j.resume_penalty else 0.0)
-            j.resume_penalty = False
-            self.running.add(i)
+                self._preempted(j, t)
+            self._started(i, j, t)
         j.host, j.workers = host, workers
 
     # ------------------------------------------------------------------------------------------ loop
     def run(self) -> SimResult:
-        cfg = self.cfg
-        self.jobs = [_Job(s, i) for i, s in enumerate(self.specs)]
+        cfg, c, m = self.cfg, self.cluster, self.metrics
+        self.jobs = [SimJob(s, i) for i, s in enumerate(self.specs)]
         arrivals = [(s.submit, i) for i, s in enumerate(self.specs)]
         heapq.heapify(arrivals)
         t = self.specs[0].submit if self.specs else 0.0
@@ -572,7 +385,7 @@ class _Sim:
         next_load = t if load is not None else math.inf
         next_tick = t
         while arrivals or self.active:
-            busy = bool(self.active) or self._reclaim_wanted() > 0
+            busy = bool(self.active) or c.reclaim_wanted() > 0
             if next_tick < t:  # ticks resume on the grid origin + k * interval
                 next_tick = origin + math.ceil((t - origin) / cfg.interval) * cfg.interval
             t_arr = arrivals[0][0] if arrivals else math.inf
@@ -585,7 +398,7 @@ class _Sim:
             t = t2
             event = False
             if t == next_load:
-                self._set_load(t)
+                c.set_load(cfg.load.at(t) if cfg.load is not None else 0.0)
                 next_load = self._next_load_time(t)
             if t_done <= t:
                 event |= self._complete(t)
@@ -596,16 +409,16 @@ class _Sim:
             tick = busy and t >= next_tick
             if tick:
                 next_tick = t + cfg.interval
-            if (tick or (event and self._free_gpus() > 0)) and (self.active or self._reclaim_wanted()):
-                if self._quiet():
-                    self.counters["quiet_rounds"] += 1
-                    self.series.append((t, 0, self.used_train, self._count("serving") * self.G, self.used_inf))
+            if (tick or (event and self._free_gpus() > 0)) and (self.active or c.reclaim_wanted()):
+                if is_quiet(self):
+                    m.count("quiet_rounds")
+                    m.series.append((t, 0, c.used_train, c.serving_gpus(), c.used_inf))
                 else:
                     self._round(t)
         makespan = max((j.end for j in self.jobs if j.end is not None), default=origin) - origin
-        rows = [self._row(j) for j in self.jobs]
-        return SimResult(self.policy.name, rows, self.series, dict(self.counters), dict(self.gs), makespan,
-                         self.decide_ms, self.segments, dict(self.gs_window), self.last_arrival - origin)
+        rows = [j.row() for j in self.jobs]
+        return SimResult(self.policy.name, rows, m.series, dict(m.counters), dict(m.gs), makespan,
+                         m.decide_ms, m.segments, dict(m.gs_window), m.last_arrival - origin)
 
     def _next_load_time(self, t: float) -> float:
         load = self.cfg.load
@@ -613,22 +426,3 @@ class _Sim:
         base = t - x
         k = bisect.bisect_right(load.times, x + 1e-9)
         return base + (load.times[k] if k < len(load.times) else load.period)
-
-    @staticmethod
-    def _row(j: _Job) -> dict:
-        sp = j.spec
-        return {"id": sp.id, "line": sp.line, "submit": sp.submit, "gpus": sp.gpus, "app": sp.app,
-                "min_workers": sp.min_workers, "max_workers": sp.max_workers, "work": sp.work,
-                "start": j.start, "end": j.end,
-                "queue": None if j.start is None else j.start - sp.submit,
-                "jct": None if j.end is None else j.end - sp.submit,
-                "preemptions": j.preemptions, "scalings": j.scalings, "packed": j.packed}
-
-
-def _shared_at(groups) -> dict[str, tuple[str, tuple[tuple[str, int], ...]]]:
-    """Packing guest -> (its host, the (server, GPUs) it shares with it), from a decision's packing groups."""
-    at: dict[str, tuple[str, list]] = {}
-    for g in groups:
-        for guest in g.jobs[1:]:
-            at.setdefault(guest, (g.jobs[0], []))[1].append((g.server, g.gpus))
-    return {k: (h, tuple(sorted(v))) for k, (h, v) in at.items()}

@@ -101,19 +101,19 @@ def test_skipping_quiet_rounds_changes_nothing(policy):
 @pytest.mark.parametrize("policy", ["lyra", "elastic"])
 def test_skipping_rounds_that_keep_every_size_changes_nothing(policy, monkeypatch):
     """Rounds with nothing queued where elastic jobs hold sizes below their maximum that the greedy keeps
-    (_Sim._sizes_kept) are skipped too; the run is the one that calls ``decide`` every round."""
-    from lyra_solver.bench.sim.engine import _Sim
+    (quiet.SizesKept) are skipped too; the run is the one that calls ``decide`` every round."""
+    from lyra_solver.bench.sim.quiet import SizesKept
 
     kept = []
-    sizes_kept = _Sim._sizes_kept
+    sizes_kept = SizesKept.holds
 
-    def spy(self):
-        kept.append(sizes_kept(self))
+    def spy(self, sim):
+        kept.append(sizes_kept(self, sim))
         if kept[-1]:  # a skipped round really holds a job below its maximum
-            assert any(self.jobs[i].workers < self.jobs[i].spec.max_workers for i in self.running)
+            assert any(sim.jobs[i].workers < sim.jobs[i].spec.max_workers for i in sim.running)
         return kept[-1]
 
-    monkeypatch.setattr(_Sim, "_sizes_kept", spy)
+    monkeypatch.setattr(SizesKept, "holds", spy)
     specs = map_jobs(_slice(60, start="2017-10-09"), seed=6)
     a = simulate(specs, get_policy(policy), _config(training_servers=4))
     b = simulate(specs, get_policy(policy), _config(training_servers=4, skip_quiet=False))

@@ -1,89 +1,66 @@
-"""Scheduling policies of the simulator (DESIGN "Simulation").
+"""``tiresias``: Tiresias' discretised two-queue least attained service (Gu et al., NSDI 2019, section 3.2).
 
-A policy is not code in the engine: it is how the simulator builds each round's snapshot (which servers it
-shows, which jobs may scale) and which ``decide`` options it passes. The pipeline is the same for all.
-
-========================  =======  =======  =====  ==========  =======  =======
-policy                    loaning  elastic  queue  allocation  reclaim  packing
-========================  =======  =======  =====  ==========  =======  =======
-``baseline``              no       no       fifo   (none)      (none)   off
-``baseline-sjf``          no       no       sjf    (none)      (none)   off
-``loan``                  yes      no       sjf    (none)      greedy   off
-``elastic``               no       yes      sjf    greedy      (none)   off
-``lyra``                  yes      yes      sjf    greedy      greedy   off
-``lyra-exact``            yes      yes      sjf    exact       exact    off
-``lyra-pack``             yes      yes      sjf    greedy      greedy   gimbal
-``tiresias``              no       no       las*   (none)      (none)   off
-========================  =======  =======  =====  ==========  =======  =======
-
-No loaning: the snapshot holds the training servers only (separate clusters). Not elastic: every job runs at
-its requested size (``min = max = g``). ``las*``: Tiresias' discretised two-queue least attained service
-(Gu et al. 2019, section 3.2, with two queues), see :func:`two_queue_victims`: a job is in the first queue
-while its attained GPU-service is below ``tiresias_threshold`` GPU-seconds and in the second above it; the
-snapshot shows its attained service as 0 or the threshold, so that the ``las`` order admits the first queue
-before the second and FIFO (submit time) within each. A running second-queue job is stopped only when a
-first-queue job is waiting and cannot start without its GPUs; only those jobs are shown as queued, and one that
-the round re-admits where it was is not disturbed (and not counted as preempted). Starvation
-(:func:`promote_starved`, ``tiresias_starve_limit``, default 8): a second-queue job that has waited at least
-STARVELIMIT times the length of its last run is promoted back to the first queue (its attained service counted
-again from 0 for queueing); 0 disables the rule.
+The training cluster only, jobs at their requested sizes. A job is in the first queue while its attained
+GPU-service (counted since its last promotion) is below ``tiresias_threshold`` GPU-seconds and in the second
+above it; the snapshot shows its attained service as 0 or the threshold, so that the ``las`` order admits the
+first queue before the second and FIFO (submit time) within each. A running second-queue job is stopped only
+when a first-queue job is waiting and cannot start without its GPUs (:func:`two_queue_victims`); only those jobs
+are shown as queued, and one that the round re-admits where it was is not disturbed (and not counted as
+preempted). Starvation (:func:`promote_starved`, ``tiresias_starve_limit``, default 8): a second-queue job that
+has waited at least STARVELIMIT times the length of its last run is promoted back to the first queue (its
+attained service counted again from 0 for queueing); 0 disables the rule. The policy's state across rounds is
+the starvation ledger (:class:`TwoQueueState`), and it reports ``promotions``.
 
 References
 ----------
-Li et al., Lyra, EuroSys 2023; Gu et al., Tiresias, NSDI 2019; Yang et al., Gimbal, ACM TACO 2025.
+Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning", NSDI 2019.
 """
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-import msgspec
-from lyra_solver.errors import InputError
-from lyra_solver.types import Options
+from .base import Policy
 
 
 @dataclass(frozen=True)
-class Policy:
-    name: str
-    loan: bool
-    elastic: bool
-    queue: str
-    allocation: str = "greedy"
-    reclaim: str = "greedy"
-    packing: str = "off"
-    two_queue: bool = False
+class Tiresias(Policy):
+    """Two-queue LAS at requested sizes on the training cluster (module docstring)."""
 
+    queue: str = "las"
+    counters: tuple[str, ...] = ("promotions",)
 
-POLICIES: dict[str, Policy] = {p.name: p for p in (
-    Policy("baseline", loan=False, elastic=False, queue="fifo"),
-    Policy("baseline-sjf", loan=False, elastic=False, queue="sjf"),
-    Policy("loan", loan=True, elastic=False, queue="sjf"),
-    Policy("elastic", loan=False, elastic=True, queue="sjf"),
-    Policy("lyra", loan=True, elastic=True, queue="sjf"),
-    Policy("lyra-exact", loan=True, elastic=True, queue="sjf", allocation="exact", reclaim="exact"),
-    Policy("lyra-pack", loan=True, elastic=True, queue="sjf", packing="gimbal"),
-    Policy("tiresias", loan=False, elastic=False, queue="las", two_queue=True),
-)}
-
-
-def packing_available(mode: str = "gimbal") -> bool:
-    """Whether this engine's snapshot options accept ``packing=mode`` (packing is a separate work item)."""
-    try:
-        msgspec.convert({"packing": mode}, Options)
-    except msgspec.ValidationError:
+    def skips_kept_sizes(self) -> bool:
         return False
-    return True
+
+    def start(self, cfg) -> Any:
+        return _State()
+
+    def snapshot(self, view, t: float, state: Any):
+        cfg = view.cfg
+        thr = cfg.tiresias_threshold
+        servers, reclaim = self.servers(view)
+        active = view.active
+        # queued by the attained service since the last promotion (starvation rule)
+        state.tq = tq = promote_starved(state.tq, t, ((i, j.spec.submit, j.attained, j.held)
+                                                      for i, j in active.items()), thr, cfg.tiresias_starve_limit)
+        view.count("promotions", tq.promotions)
+        hidden = two_queue_victims(
+            sum(s.gpus for s in servers),
+            ((i, j.spec.submit, tq.queue_attained(i, j.attained), self.shown_range(j.spec)[0], j.held)
+             for i, j in active.items()), thr)
+        jobs = [self.job(view, i, active[i], hidden=i in hidden,
+                         attained=0.0 if tq.queue_attained(i, active[i].attained) < thr else thr)
+                for i in sorted(active)]
+        return self.build(view, t, servers, jobs, reclaim), hidden
 
 
-def get_policy(name: str) -> Policy:
-    """The policy called ``name``; :class:`InputError` for an unknown name or packing this engine lacks."""
-    if name not in POLICIES:
-        raise InputError("--policy", f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
-    pol = POLICIES[name]
-    if pol.packing != "off" and not packing_available(pol.packing):
-        raise InputError("--policy", f"{name}: packing not available in this engine (options.packing "
-                         f"{pol.packing!r} is not accepted yet)")
-    return pol
+class _State:
+    """A run's memory: the starvation ledger after the last round."""
+
+    def __init__(self) -> None:
+        self.tq = TwoQueueState()
 
 
 def two_queue_victims(capacity: int, jobs: Iterable[tuple[int, float, float, int, int]],

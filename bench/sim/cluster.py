@@ -1,0 +1,101 @@
+"""The simulated clusters' state: training servers, inference servers and the GPUs jobs hold on each.
+
+:class:`Cluster` is the only mutable state of the hardware side: which inference servers serve, are idle or
+are lent to training, how many servers the load needs, and how many GPUs of each pool the running jobs hold.
+A server id is looked up in a table built once (:attr:`Cluster.where`: id -> (pool, index)), never decoded from
+its text. Running time: O(1) per lookup, O(S) per load change for S inference servers.
+"""
+from __future__ import annotations
+
+import math
+
+from lyra_solver.types import Server
+
+TRAINING, INFERENCE = "training", "inference"
+
+
+class Cluster:
+    """A training cluster of ``training`` servers and an inference cluster of ``inference`` servers of ``gpus``
+    GPUs each. Inference servers are ``serving``, ``idle`` or ``loaned``; all start idle."""
+
+    def __init__(self, training: int, inference: int, gpus: int) -> None:
+        self.G = gpus
+        self.n_training, self.n_inference = training, inference
+        self.training = [Server(id=f"t{i}", pool=TRAINING, gpus=gpus) for i in range(training)]
+        self.state = ["idle"] * inference
+        # the Server record an inference server is shown as in each state a snapshot may show it in
+        self._shown = {(i, st): Server(id=f"i{i}", pool=INFERENCE, gpus=gpus, state=st)
+                       for i in range(inference) for st in ("idle", "loaned")}
+        self.where: dict[str, tuple[str, int]] = {s.id: (TRAINING, i) for i, s in enumerate(self.training)}
+        self.where.update({f"i{i}": (INFERENCE, i) for i in range(inference)})
+        self.need = 0  # inference servers the load needs now
+        self.used_train = 0  # GPUs of training servers held by jobs
+        self.used_inf = 0  # GPUs of (loaned) inference servers held by jobs
+
+    # ------------------------------------------------------------------------------------------ inference side
+    def count(self, state: str) -> int:
+        return self.state.count(state)
+
+    def serving_gpus(self) -> int:
+        return self.count("serving") * self.G
+
+    def set_load(self, level: float) -> None:
+        """Follow a load level in [0, 1]: idle servers start serving first (lowest index first); serving
+        servers beyond the need go idle (highest index first)."""
+        n = self.n_inference
+        if n == 0:
+            return
+        self.need = min(n, math.ceil(level * n - 1e-9))
+        serving = self.count("serving")
+        if serving > self.need:
+            for i in range(n - 1, -1, -1):
+                if serving == self.need:
+                    break
+                if self.state[i] == "serving":
+                    self.state[i] = "idle"
+                    serving -= 1
+        elif serving < self.need:
+            for i in range(n):
+                if serving == self.need:
+                    break
+                if self.state[i] == "idle":
+                    self.state[i] = "serving"
+                    serving += 1
+
+    def reclaim_wanted(self) -> int:
+        """Loaned servers the inference side asks back: what the load needs beyond serving and idle ones."""
+        short = self.need - self.count("serving") - self.count("idle")
+        return max(0, min(short, self.count("loaned")))
+
+    def lendable(self) -> list[Server]:
+        """The inference servers a loaning policy's snapshot shows (idle or loaned), in index order."""
+        return [self._shown[(i, st)] for i, st in enumerate(self.state) if st != "serving"]
+
+    def set_state(self, server_id: str, state: str) -> None:
+        """Mark an inference server ``serving`` (returned) or ``loaned`` (lent), by its id."""
+        pool, i = self.where[server_id]
+        if pool != INFERENCE:
+            raise ValueError(f"{server_id} is not an inference server")
+        self.state[i] = state
+
+    # ------------------------------------------------------------------------------------------ GPUs held
+    def free_gpus(self, loan: bool) -> int:
+        """GPUs no job holds on the servers a policy may use (training, and idle or loaned inference ones when
+        it loans)."""
+        free = self.n_training * self.G - self.used_train
+        if loan:
+            free += (self.count("idle") + self.count("loaned")) * self.G - self.used_inf
+        return free
+
+    def split(self, placement: dict[str, int]) -> tuple[int, int]:
+        """(training GPUs, inference GPUs) of a placement ``{server id: workers}``, one GPU per worker."""
+        train = sum(n for s, n in placement.items() if self.where[s][0] == TRAINING)
+        return train, sum(placement.values()) - train
+
+    def hold(self, train: int, inf: int) -> None:
+        self.used_train += train
+        self.used_inf += inf
+
+    def release(self, train: int, inf: int) -> None:
+        self.used_train -= train
+        self.used_inf -= inf

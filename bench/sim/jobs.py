@@ -1,0 +1,55 @@
+"""A job's state during a simulation run (:class:`SimJob`): work left, what it holds, its penalties and counts.
+
+Only the engine changes these records. Running time O(1) per access.
+"""
+from __future__ import annotations
+
+from .traces import SimJobSpec
+
+
+class SimJob:
+    """One job of a run: its fixed :class:`.traces.SimJobSpec` and what changes.
+
+    ``placement`` (server id -> workers) while it holds GPUs; ``rate`` its progress per second; ``blocked``
+    the time until which it makes no progress (a restart or preemption penalty); ``attained`` GPU-seconds
+    received; ``host`` the host's id while it runs as a packing guest (holding no GPUs of its own).
+    """
+
+    __slots__ = ("spec", "idx", "remaining", "placement", "workers", "rate", "blocked", "attained", "start",
+                 "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus", "host", "packed")
+
+    def __init__(self, spec: SimJobSpec, idx: int) -> None:
+        self.spec, self.idx = spec, idx
+        self.remaining = spec.work
+        self.placement: dict[str, int] | None = None
+        self.workers = 0
+        self.rate = 0.0
+        self.blocked = 0.0
+        self.attained = 0.0
+        self.start: float | None = None
+        self.end: float | None = None
+        self.resume_penalty = False
+        self.preemptions = 0
+        self.scalings = 0
+        self.train_gpus = 0
+        self.inf_gpus = 0
+        self.host: str | None = None  # the host's id while the job runs as a packing guest
+        self.packed = 0  # rounds run as a packing guest
+
+    @property
+    def held(self) -> int:
+        """GPUs it holds (0 while waiting or running as a guest)."""
+        return self.train_gpus + self.inf_gpus
+
+    def finish_time(self, t: float) -> float:
+        return max(t, self.blocked) + self.remaining / self.rate
+
+    def row(self) -> dict:
+        """The job's line of ``jobs-POLICY.csv``."""
+        sp = self.spec
+        return {"id": sp.id, "line": sp.line, "submit": sp.submit, "gpus": sp.gpus, "app": sp.app,
+                "min_workers": sp.min_workers, "max_workers": sp.max_workers, "work": sp.work,
+                "start": self.start, "end": self.end,
+                "queue": None if self.start is None else self.start - sp.submit,
+                "jct": None if self.end is None else self.end - sp.submit,
+                "preemptions": self.preemptions, "scalings": self.scalings, "packed": self.packed}

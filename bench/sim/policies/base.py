@@ -1,0 +1,133 @@
+"""The interface every simulator policy implements, and the snapshot rules most policies share.
+
+A policy is not code in the engine: it is how the simulator builds each round's snapshot (which servers it
+shows, which jobs may scale, which running jobs it shows as queued), which ``decide`` options and keyword
+arguments it passes, and what it remembers between rounds (:meth:`Policy.start` gives a run its own state).
+The engine (:mod:`..engine`) calls, each round::
+
+    snap, hidden = policy.snapshot(view, t, state)    # the round's snapshot; running jobs shown as queued
+    decision = decide(snap, **policy.decide_kwargs(view, state))
+    policy.after_round(view, t, state, decision)       # react to what was decided (default: nothing)
+
+``view`` is the engine's read-only face (:class:`View`): the cluster, the active jobs, the configuration, the
+last round's packing. A policy never changes the engine's state; its own state is the object :meth:`start`
+returned.
+
+A new policy is one module holding a subclass (or an instance of an existing class with other fields) and one
+row in :data:`lyra_solver.bench.sim.policies.POLICIES`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import msgspec
+from lyra_solver.errors import InputError
+from lyra_solver.types import Inference, Job, Options, PackingGroup, Snapshot
+
+
+class View(Protocol):
+    """What a policy may read of the engine (all read-only)."""
+
+    cfg: Any  # the SimConfig
+    cluster: Any  # the .cluster.Cluster
+    active: Mapping[int, Any]  # queued or running jobs (.jobs.SimJob) by arrival index
+    packing: Sequence[PackingGroup]  # the last decision's packing groups
+
+    options: Any  # the snapshot options (lyra_solver.Options)
+
+    def throughput(self, app: str) -> Any: ...
+    def packing_profile(self, spec: Any) -> Any: ...
+    def count(self, name: str, value: int) -> None: ...  # set a counter the policy reports (e.g. promotions)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A policy: the snapshot rules and ``decide`` options of one row of the policy table.
+
+    Fields: ``loan`` (show idle and loaned inference servers, ask for reclaims), ``elastic`` (show each job's
+    elastic range, else ``min = max =`` its requested size), ``queue``, ``allocation``, ``reclaim``,
+    ``packing`` (the ``decide`` options), ``options`` (further ``decide`` options by name, e.g. an objective:
+    pairs, validated against :class:`lyra_solver.Options` by :meth:`decide_options`).
+    """
+
+    name: str
+    loan: bool = False
+    elastic: bool = False
+    queue: str = "sjf"
+    allocation: str = "greedy"
+    reclaim: str = "greedy"
+    packing: str = "off"
+    options: tuple[tuple[str, Any], ...] = ()
+
+    #: extra counters the policy reports (always present in its summary, 0 until counted)
+    counters: tuple[str, ...] = ()
+
+    def with_options(self, options: Mapping[str, Any]) -> Policy:
+        """The same policy with further ``decide`` options (an unknown or bad one is an :class:`InputError`)."""
+        pol = replace(self, options=tuple(sorted({**dict(self.options), **dict(options)}.items())))
+        pol.decide_options(1.0)
+        return pol
+
+    def decide_options(self, time_limit: float) -> Options:
+        """The snapshot's ``options``: queue, allocation, reclaim, ``bfd`` placement, packing, the time limit,
+        then :attr:`options`."""
+        raw = {"queue": self.queue, "allocation": self.allocation, "reclaim": self.reclaim, "placement": "bfd",
+               "packing": self.packing, "time_limit": time_limit, **dict(self.options)}
+        try:
+            return msgspec.convert(raw, Options)
+        except msgspec.ValidationError as err:
+            raise InputError("--policy", f"{self.name}: bad decide option: {err}") from None
+
+    def shown_range(self, spec) -> tuple[int, int]:
+        """(min, max) workers a job is shown with: its elastic range, or its requested size."""
+        return (spec.min_workers, spec.max_workers) if self.elastic else (spec.gpus, spec.gpus)
+
+    def skips_kept_sizes(self) -> bool:
+        """Whether rounds where the greedy allocation keeps every size may be skipped (:mod:`..quiet`)."""
+        return self.elastic and self.allocation == "greedy" and self.packing == "off"
+
+    # ------------------------------------------------------------------------------------------ per round
+    def start(self, cfg) -> Any:
+        """A run's own state (default: none)."""
+        return None
+
+    def servers(self, view: View) -> tuple[list, int]:
+        """The servers shown and the reclaim asked: training servers, plus idle and loaned inference servers and
+        the loaned servers the load wants back when the policy loans."""
+        servers = list(view.cluster.training)
+        reclaim = 0
+        if self.loan:
+            servers += view.cluster.lendable()
+            reclaim = view.cluster.reclaim_wanted()
+        return servers, reclaim
+
+    def job(self, view: View, i: int, j, *, hidden: bool = False, attained: float | None = None) -> Job:
+        """Job ``j`` (arrival index ``i``) as the snapshot shows it; ``hidden``: shown as queued although it
+        runs; ``attained``: the attained service shown (default: all received)."""
+        sp = j.spec
+        lo, hi = self.shown_range(sp)
+        return Job(id=sp.id, min_workers=lo, max_workers=hi, remaining_work=max(j.remaining, 0.0),
+                   throughput=view.throughput(sp.app), submit_time=sp.submit,
+                   placement=None if hidden else j.placement,
+                   restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
+                   attained_service=j.attained if attained is None else attained,
+                   packing=view.packing_profile(sp) if self.packing != "off" else None)
+
+    def snapshot(self, view: View, t: float, state: Any) -> tuple[Snapshot, set[int]]:
+        """The round's snapshot and the running jobs (arrival indices) it shows as queued (default: none)."""
+        servers, reclaim = self.servers(view)
+        jobs = [self.job(view, i, view.active[i]) for i in sorted(view.active)]
+        return self.build(view, t, servers, jobs, reclaim), set()
+
+    def build(self, view: View, t: float, servers: list, jobs: list[Job], reclaim: int) -> Snapshot:
+        return Snapshot(format_version=1, servers=servers, jobs=jobs, now=t, inference=Inference(reclaim=reclaim),
+                        options=view.options)
+
+    def decide_kwargs(self, view: View, state: Any) -> dict:
+        """Keyword arguments of this round's ``decide`` besides the snapshot (default: none)."""
+        return {}
+
+    def after_round(self, view: View, t: float, state: Any, decision) -> None:
+        """React to the round's decision (default: nothing)."""

@@ -1,0 +1,84 @@
+"""Rounds whose decision is known without calling ``decide`` (the engine skips them, counted as
+``quiet_rounds``).
+
+:func:`is_quiet`: nothing queued, no reclaim asked, and every running job at its largest shown size. Then no
+step can change anything (nothing to admit, no loan wanted, every elastic job's top option is the one it holds,
+placements of unchanged jobs are kept). Also quiet, for policies whose :meth:`~.policies.base.Policy.skips_kept_sizes`
+holds (greedy allocation, elastic, no packing, no two-queue preemption): nothing queued, no reclaim, and every
+elastic job held at the strict best size of its value row (:class:`SizesKept`). Exact, not an approximation:
+tests compare against runs that call ``decide`` every round.
+"""
+from __future__ import annotations
+
+import numpy as np
+from lyra_solver.values import TIME_CAP, JobOptions, value_table
+
+
+def is_quiet(sim) -> bool:
+    """Whether the engine ``sim``'s next round is known to change nothing (module docstring)."""
+    if not sim.cfg.skip_quiet or len(sim.running) != len(sim.active) or sim.cluster.reclaim_wanted():
+        return False
+    pol = sim.policy
+    jobs = sim.jobs
+    at_top = True
+    for i in sim.running:
+        j = jobs[i]
+        if j.host is not None:  # guests are queued in the snapshot
+            return False
+        if at_top and j.workers != pol.shown_range(j.spec)[1]:
+            at_top = False
+    if at_top:
+        return True
+    return pol.skips_kept_sizes() and sim.kept.holds(sim)
+
+
+class SizesKept:
+    """Whether the greedy allocation keeps every running job at its size, in a round with nothing queued, no
+    reclaim and no packing (so nothing is admitted, nothing shrinks and the scale step alone could change
+    a placement).
+
+    The scale step's values are those of :func:`lyra_solver.values.value_table` (computed here by the same
+    function on the same options, over each elastic job's whole range ``min..max``; the step's row is a
+    part of it that holds the current size). When the current size ``c`` of every elastic job is the
+    strict maximum of its row (by a margin far above rounding), ``c`` is the last undominated item of its
+    class, and the sizes held fit in the capacity (which counts their workers above ``min``), so the
+    greedy takes every upgrade up to ``c`` and stops there: the targets are the current sizes, placement
+    keeps every job where it is, and no borrowed server hosts a worker. The decision changes nothing.
+
+    A job found so at size ``c`` with remaining work ``R`` stays so while it holds ``c`` and its work only
+    shrinks: ``value(c) - value(w) = R (1 / rate(w) - 1 / rate(c)) + restart_penalty`` does not decrease
+    as ``R`` does (no time at the cap, rates fixed by ``w``), so the margin found once, far above
+    rounding, still holds. Such jobs are remembered and their rows not computed again.
+    """
+
+    def __init__(self) -> None:
+        self.kept: dict[int, tuple[int, float]] = {}  # job -> (size, remaining work) found kept
+
+    def holds(self, sim) -> bool:
+        rows = []
+        for i in sorted(sim.running):
+            j = sim.jobs[i]
+            if j.spec.min_workers < j.spec.max_workers:
+                seen = self.kept.get(i)
+                if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
+                    rows.append(j)
+        if not rows:
+            return True
+        opts = [JobOptions(sim.throughput(j.spec.app), j.spec.min_workers, j.spec.max_workers,
+                           max(j.remaining, 0.0), 1, j.workers, j.spec.restart_penalty) for j in rows]
+        table = value_table(opts, server_gpus=sim.cluster.G, backend="numpy")
+        n = len(rows)
+        at = np.fromiter((j.workers - j.spec.min_workers for j in rows), np.int64, n)
+        values = table.values.copy()
+        held = values[np.arange(n), at]
+        values[np.arange(n), at] = -np.inf
+        pen = np.fromiter((j.spec.restart_penalty for j in rows), np.float64, n)
+        # far above rounding and above the 1e-9 (of |T(min)| + |T(w)| + penalty) by which a GPU backend's table
+        # may differ from numpy's
+        longest = np.abs(table.times).max(axis=1)
+        margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + longest + pen)
+        ok = held - values.max(axis=1) > margin
+        for j, good, top in zip(rows, ok.tolist(), longest.tolist(), strict=True):
+            if good and top < TIME_CAP:
+                self.kept[j.idx] = (j.workers, max(j.remaining, 0.0))
+        return bool(ok.all())
