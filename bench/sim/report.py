@@ -138,6 +138,14 @@ def _write(path: Path, data: bytes) -> None:
     write_file(path, data)  # a unique temporary name made exclusively in the folder: a planted link is not followed
 
 
+def _savefig(fig, path: Path) -> None:
+    import io as _io
+
+    buf = _io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    _write(path, buf.getvalue())
+
+
 def write_outputs(out: Path, summaries: dict[str, dict], timings: dict[str, list[dict]], results: dict,
                   config, meta: dict) -> list[Path]:
     """Write the files of ``--out``; returns the paths written. ``results``: one SimResult per policy (the
@@ -181,7 +189,7 @@ def plots(out: Path, results: dict, config) -> list[Path]:
     ax.legend()
     p = out / "jct_cdf.png"
     fig.tight_layout()
-    fig.savefig(p, dpi=120)
+    _savefig(fig, p)
     plt.close(fig)
     written.append(p)
 
@@ -207,7 +215,7 @@ def plots(out: Path, results: dict, config) -> list[Path]:
         a.grid(alpha=0.3)
     p = out / "timeline.png"
     fig.tight_layout()
-    fig.savefig(p, dpi=120)
+    _savefig(fig, p)
     plt.close(fig)
     written.append(p)
     return written
