@@ -27,8 +27,10 @@ import contextlib
 import copy
 import json
 import logging
+import math
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -36,6 +38,7 @@ import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -225,21 +228,325 @@ def judge(code: int | None, stderr: bytes, seconds: float, rss_mb: float, *, mem
     return None
 
 
-def fuzz(*, seconds: float, seed: int, memory_mb: int = 2048, timeout: float = 60.0, out_dir: Path,
-         check: bool = True, max_cases: int | None = None) -> tuple[int, list[Finding]]:
-    """Run mutated cases for ``seconds`` (or ``max_cases``); return (cases run, findings)."""
-    rng = random.Random(seed)
-    out_dir.mkdir(parents=True, exist_ok=True)
+# ---------------------------------------------------------------------------------------------- forked runs
+def _preload() -> None:
+    """Import what every case needs once, in the fuzzing process: each forked case then starts in milliseconds."""
+    import lyra_solver.bench.sim.cli  # noqa: F401
+    import lyra_solver.bench.sim.engine  # noqa: F401
+    import lyra_solver.check  # noqa: F401
+    import lyra_solver.cli  # noqa: F401
+    import lyra_solver.pipeline  # noqa: F401
+
+
+def run_forked(call, *, memory_mb: int, timeout: float, cwd: str, stdin: bytes | None = None
+               ) -> tuple[int | None, bytes, bytes, float, float]:
+    """Run ``call()`` (its return value is the exit code) in a forked child under the limits, its standard
+    streams in files: (returncode or None on timeout, stdout, stderr, s, MB). The child is a process of its own
+    (a crash, a leak or a hang cannot touch the fuzzer), without Python's start-up and imports."""
+    import signal
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
+        inp.write(stdin or b"")
+        inp.seek(0)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        start = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 3
+            try:
+                os.setsid()
+                limit = memory_mb * 2**20
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+                os.chdir(cwd)
+                for fd, fh in ((0, inp), (1, out), (2, err)):
+                    os.dup2(fh.fileno(), fd)
+                # fresh streams on the redirected descriptors (the parent's may be replaced, e.g. by pytest)
+                sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the child ends with os._exit
+                sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+                sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+                logging.root.handlers.clear()  # the case configures its own logging, as the CLI would
+                signal.alarm(max(1, math.ceil(timeout)))
+                code = call()
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 2
+            except BaseException:  # noqa: BLE001 - a traceback is what the judge looks for
+                import traceback
+
+                traceback.print_exc()
+                code = 3
+            finally:
+                with contextlib.suppress(Exception):
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                os._exit(code if isinstance(code, int) and 0 <= code < 256 else 3)
+        _, status, usage = os.wait4(pid, 0)
+        seconds = time.perf_counter() - start
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        code = None if sig == signal.SIGALRM else os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read(), seconds, usage.ru_maxrss / 1024
+
+
+def _cli_call(argv: list[str]):
+    def call() -> int:
+        from lyra_solver.cli import main
+
+        return main(argv)
+
+    return call
+
+
+# ---------------------------------------------------------------------------------------------- surfaces
+#: The surfaces ``--surface`` chooses from: the CLI on snapshots and MCKP instances, the packing options (step 6's
+#: snapshot fields, options and flags, and ``decide(keep_packing=...)``), and the simulator's trace CSV, load CSV
+#: and flags.
+SURFACES = ("cli", "packing", "trace", "load", "sim-flags")
+
+_CSV_CELLS = ["", " ", "0", "-1", "1e300", "1e-300", "5e-324", "nan", "inf", "-inf", "Infinity", "1_000",
+              "\u0661\u0662", "\uff11", "0x10", " 5", "5 ", "+3", "1e8", "100000001", "2147483648", "9" * 400, "\x00",
+              '"', '""', "a\nb", "\x1b[2J", "2017-10-09T07:00:00+05:00", "2017-10-09 07:00:00-11:30",
+              "9999-12-31 23:59:59", "0001-01-01 00:00:00", "2017-02-30 00:00:00", "2017-10-09", "1662859176.0",
+              "x" * 10_000]
+_PACKING_VALUES = [0, 1e-300, 0.5, 1, 1.0000001, 2, -1, 1e300, None, "x", "", [], {}, True, "a\nb", "x" * 5_000]
+
+
+def random_trace_rows(rng: random.Random) -> list[list[str]]:
+    """A small valid Philly-format trace (header first): a few jobs within hours, small sizes."""
+    rows = [["timestamp", "duration", "num_gpus", "gpu_time", "cluster"]]
+    t = 1_507_532_400 + rng.randint(0, 86_400)
+    for _ in range(rng.randint(1, 12)):
+        t += rng.randint(0, 900)
+        g = rng.choice([1, 1, 2, 4, 8])
+        d = rng.choice([1, 10, 60, 300, 1800, 4000])
+        when = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        rows.append([when, f"{d}.0", str(g), f"{d * g}.0", rng.choice(["a1", "b2"])])
+    return rows
+
+
+def random_load_rows(rng: random.Random) -> list[list[str]]:
+    """A small valid load curve: plain ``time,value`` or Alibaba ``timestamp_anon,value``."""
+    if rng.random() < 0.5:
+        rows = [["time", "value"]]
+        for k in range(rng.randint(1, 12)):
+            rows.append([str(k * rng.choice([60, 300, 900])), f"{rng.uniform(0, 10):.3f}"])
+    else:
+        rows = [["timestamp_anon", "value", "container_ip", "request_type"]]
+        t = 1_662_859_176.0
+        for _ in range(rng.randint(1, 30)):
+            t += rng.choice([0.0, 5.0, 60.0, 250.0, 900.0])
+            rows.append([f"{t}", f"{rng.uniform(0, 2):.3f}", "", "API Requests"])
+    return rows
+
+
+def mutate_csv(rows: list[list[str]], rng: random.Random) -> bytes:
+    """A few random mutations of a CSV (header first): cells replaced by odd or extreme text, columns dropped,
+    repeated or renamed, rows repeated, cut or widened; then maybe a byte-order mark, CRLF endings, a truncation
+    or a flipped byte."""
+    import csv
+    import io
+
+    rows = [list(r) for r in rows]
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        op = rng.random()
+        if not rows[0]:  # every column gone: nothing more to mutate
+            break
+        if op < 0.5 and len(rows) > 1:
+            r = rng.randrange(1, len(rows))
+            if rows[r]:
+                rows[r][rng.randrange(len(rows[r]))] = rng.choice(_CSV_CELLS)
+        elif op < 0.6:
+            c = rng.randrange(len(rows[0]))
+            for row in rows:
+                if c < len(row):
+                    del row[c]
+        elif op < 0.7:
+            c = rng.randrange(len(rows[0]))
+            for row in rows:
+                if c < len(row):
+                    row.append(row[c])
+        elif op < 0.75:
+            rows[0][rng.randrange(len(rows[0]))] = rng.choice(["", "Timestamp", "value ", "time", "x" * 300])
+        elif op < 0.85 and len(rows) > 1:
+            rows.insert(rng.randrange(1, len(rows) + 1), list(rng.choice(rows[1:])))
+        elif op < 0.9 and len(rows) > 1:
+            r = rng.randrange(1, len(rows))
+            rows[r] = rows[r][: rng.randrange(len(rows[r]) + 1)] if rng.random() < 0.5 else [*rows[r], "extra"]
+        elif op < 0.95:
+            rows = rows[:1] if rng.random() < 0.5 else rows + [[]]
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator=rng.choice(["\n", "\r\n"])).writerows(rows)
+    data = buf.getvalue().encode("utf-8", "surrogatepass")
+    r = rng.random()
+    if r < 0.08:
+        data = b"\xef\xbb\xbf" + data
+    elif r < 0.12 and data:
+        data = data[: rng.randrange(len(data))]
+    elif r < 0.16 and data:
+        i = rng.randrange(len(data))
+        data = data[:i] + bytes([rng.randrange(256)]) + data[i + 1:]
+    return data
+
+
+def _csv_bytes(rows: list[list[str]]) -> bytes:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue().encode()
+
+
+#: Policies the simulator surfaces draw from (all of them; each case is one policy and one seed, in process).
+_SIM_POLICIES = ("baseline", "baseline-sjf", "loan", "elastic", "lyra", "lyra-exact", "lyra-pack", "tiresias")
+
+
+def _sim_base(rng: random.Random) -> list[str]:
+    return ["simulate", "--policy", rng.choice(_SIM_POLICIES), "--training-servers", str(rng.choice([1, 2, 4])),
+            "--inference-servers", str(rng.choice([0, 1, 2, 4])), "--interval", rng.choice(["60", "300", "900"]),
+            "--time-limit", "0.2", "--no-progress", "-q"]
+
+
+#: Extreme values of the simulator's flags: numbers past every bound, non-numbers and odd text.
+_FLAG_VALUES = ["0", "-1", "1", "0.5", "1e-300", "1e300", "nan", "inf", "-inf", "1e7", "1e8", "86400", "86401",
+                "100000", "100001", "1000000000", "2147483648", "99999999999999999999", "", "x", "1_000",
+                "\u0661", "a\nb", "\x1b[2J", "2017-10-09", "2017-10-09T06:00:00+05:00", "garbage", "-", "5e-324"]
+_SIM_FLAGS = ["--interval", "--load-window", "--restart-penalty", "--preemption-penalty", "--training-servers",
+              "--inference-servers", "--seeds", "--seed", "--jobs", "--time-limit", "--elastic-share",
+              "--tiresias-threshold", "--tiresias-starve-limit", "--limit", "--start", "--end", "--cluster",
+              "--packing-profile", "--pollux-workload"]
+
+
+def sim_flag_case(rng: random.Random, trace: str, load: str) -> list[str]:
+    """A simulate command line over valid files with one to three flags set to extreme or odd values."""
+    argv = [*_sim_base(rng), "--trace", trace]
+    if rng.random() < 0.6:
+        argv += ["--load", load]
+    for _ in range(rng.randint(1, 3)):
+        flag = rng.choice(_SIM_FLAGS)
+        if flag == "--packing-profile":
+            value = rng.choice(["bert=0.5,4", "bert=0,4", "bert=2,4", "bert=nan,1", "nope=0.5,1", "bert=", "=",
+                                "bert=0.5,-1", "bert=0.5,inf", "bert=1,1e308"])
+        else:
+            value = rng.choice(_FLAG_VALUES)
+        argv += [flag, value]
+    if rng.random() < 0.2:
+        argv += ["--seeds", str(rng.randint(1, 3)), "--jobs", "1"]
+    return argv
+
+
+def packing_snapshot(rng: random.Random) -> dict:
+    """A valid snapshot whose jobs carry packing profiles (some with measured slowdowns), with packing options."""
+    doc = random_snapshot(rng)
+    apps = ["resnet", "bert", "ncf", "a|b", "x" * 50]
+    ids = [j["id"] for j in doc["jobs"]]
+    for job in doc["jobs"]:
+        if rng.random() < 0.8:
+            prof = {"gpu_util": rng.choice([0.23, 0.32, 0.47, 0.65, 0.81, 1.0]),
+                    "gpu_mem_gb": round(rng.uniform(0.5, 60), 1)}
+            if rng.random() < 0.6:
+                prof["app"] = rng.choice(apps[:3])
+            if ids and rng.random() < 0.3:
+                prof["slowdown"] = {rng.choice(ids): round(rng.uniform(1, 3), 2) for _ in range(rng.randint(1, 3))}
+            job["packing"] = prof
+        if rng.random() < 0.2:
+            job["deadline"] = rng.choice([0.0, 600.0, 1e5, -5.0])
+    options = doc.setdefault("options", {})
+    options.update({"packing": rng.choice(["gimbal", "lucid", "random", "exact"]),
+                    "packing_policy": rng.choice(["jct", "deadline", "makespan"]),
+                    "packing_overhead": rng.choice([0.0, 0.05, 0.5, 0.99]),
+                    "sample_stealing": rng.random() < 0.5, "packing_seed": rng.randint(0, 10)})
+    if rng.random() < 0.5:
+        options["pair_speed"] = {"resnet|bert": [round(rng.uniform(0.1, 1), 2), round(rng.uniform(0.1, 1), 2)],
+                                 "ncf|resnet": [1.0, 0.5]}
+    for srv in doc["servers"]:
+        if rng.random() < 0.3:
+            srv["gpu_mem_gb"] = rng.choice([16.0, 40.0, 80.0, 1e-3])
+    return doc
+
+
+def mutate_packing(doc: dict, rng: random.Random) -> bytes:
+    """Mutations aimed at the packing fields (profiles, slowdowns, pair speeds, options), else anywhere."""
+    doc = copy.deepcopy(doc)
+    targets = [p for p, _ in _paths(doc) if p and any(str(k) in ("packing", "options", "pair_speed", "slowdown",
+                                                                "gpu_mem_gb", "deadline") for k in p)]
+    if targets and rng.random() < 0.8:
+        for _ in range(rng.choice([1, 1, 2])):
+            path = rng.choice(targets)
+            with contextlib.suppress(KeyError, IndexError, TypeError):
+                _set(doc, path, copy.deepcopy(rng.choice(_PACKING_VALUES + _EXTREMES[:10])))
+        return json.dumps(doc, allow_nan=True).encode()
+    return mutate_document(doc, rng)
+
+
+def _keep_packing_call(snapshot_file: str, keep: object, packing: str):
+    """``decide(snapshot, packing=..., keep_packing=keep)`` in a child: exit 0 with the decision on stdout (checked
+    by the caller), 2 with one line on an InputError or TypeError, as the CLI would."""
+    def call() -> int:
+        from lyra_solver import InputError, decide, encode, load_snapshot
+
+        try:
+            d = decide(load_snapshot(snapshot_file), packing=packing, keep_packing=keep)
+        except (InputError, TypeError) as err:
+            print(f"error: {err}".replace("\n", "\\n"), file=sys.stderr)
+            return 2
+        sys.stdout.buffer.write(encode(d))
+        return 0
+
+    return call
+
+
+def mutate_keep(groups: list, ids: list[str], rng: random.Random) -> object:
+    """A previous decision's packing (JSON dicts), mutated: a field removed or replaced, ids unknown, empty job
+    lists, shares out of range, or not a list at all."""
+    groups = copy.deepcopy(groups) or [{"server": "t0", "gpus": 1, "jobs": ids[:2] or ["a"], "shares": {}}]
+    op = rng.random()
+    if op < 0.1:
+        return rng.choice(["abc", 5, None, {"server": "t0"}, b"x", [3], [[]]])
+    g = rng.choice(groups)
+    key = rng.choice(sorted(g))
+    if op < 0.3:
+        del g[key]
+    elif op < 0.7:
+        g[key] = copy.deepcopy(rng.choice(_PACKING_VALUES + [[], ["nope"], ids[::-1], {"x": 0.5}, {"x": 2.0}]))
+    elif op < 0.85:
+        g["jobs"] = [rng.choice([*ids, "ghost", ""]) for _ in range(rng.randint(0, 4))]
+    else:
+        groups.append(copy.deepcopy(g))  # the same guest twice
+    return groups
+
+
+_PY_WARNING = re.compile(r"\b[A-Z]\w*Warning: ")
+
+
+def _judge_clean(code: int | None, stderr: bytes) -> str | None:
+    """A run that ended well (exit 0 or 1) must say at most one line, and no warning, on standard error."""
+    if code not in (0, 1):
+        return None
+    text = stderr.decode("utf-8", "replace")
+    lines = [ln for ln in text.strip("\n").split("\n") if ln]
+    warned = [ln for ln in lines if _PY_WARNING.search(ln)]
+    if warned:  # Python's warnings (RuntimeWarning, ...); the engine's logged fallbacks are its documented output
+        return f"a warning on a clean exit: {warned[0][:200]}"
+    said = [ln for ln in lines if not ln.startswith("lyra-solver: ")]  # logged fallbacks are not counted
+    if len(said) > (1 if code == 0 else 2):
+        return f"{len(said)} lines on standard error on a clean exit"
+    return None
+
+
+def fuzz_surface(surface: str, case: int, rng: random.Random, out_dir: Path, *, memory_mb: int, timeout: float,
+                 check: bool) -> tuple[str, list[str], str, int | None, bytes, float, float, str | None]:
+    """One case of ``surface``: (kind, argv, input file, exit code, stderr, s, MB, problem or None)."""
     cwd = str(out_dir)
-    findings: list[Finding] = []
-    deadline = time.monotonic() + seconds
-    case = 0
-    while time.monotonic() < deadline and (max_cases is None or case < max_cases):
+    stdin = None
+    if surface == "cli":
         kind = "mckp" if rng.random() < 0.3 else "decide"
         doc = random_mckp(rng) if kind == "mckp" else random_snapshot(rng)
         data = mutate_document(doc, rng) if rng.random() < 0.85 else json.dumps(doc).encode()
         name = out_dir / f"case{case:05d}.json"
-        name.write_bytes(data)
         if kind == "mckp":
             argv = ["mckp", name.name, "--method", rng.choice(["auto", "dp", "cpsat", "highs", "greedy", "hull"]),
                     "--time-limit", "2"]
@@ -247,25 +554,110 @@ def fuzz(*, seconds: float, seed: int, memory_mb: int = 2048, timeout: float = 6
             argv = ["decide", name.name, "--time-limit", rng.choice(["0.2", "1"])]
             if rng.random() < 0.3:
                 argv += ["--reclaim", "exact", "--placement", "exact"]
-        code, stdout, stderr, secs, rss = run_cli(argv, memory_mb=memory_mb, timeout=timeout, cwd=cwd)
-        problem = judge(code, stderr, secs, rss, memory_mb=memory_mb)
-        if problem is None and check and kind == "decide" and code == 0:
-            dec = out_dir / f"case{case:05d}.decision.json"
-            dec.write_bytes(stdout)
-            c_code, c_out, c_err, c_secs, c_rss = run_cli(["check", name.name, dec.name], memory_mb=memory_mb,
-                                                          timeout=timeout, cwd=cwd)
-            if c_code != 0:
-                problem = f"check rejects the decision (exit {c_code}): {c_out.decode()[-300:]}"
-            else:
-                dec.unlink()
-        if problem is None:
-            name.unlink()
+    elif surface == "packing":
+        kind = "decide"
+        doc = packing_snapshot(rng)
+        data = mutate_packing(doc, rng) if rng.random() < 0.8 else json.dumps(doc).encode()
+        name = out_dir / f"case{case:05d}.json"
+        argv = ["decide", name.name, "--time-limit", "0.3"]
+        if rng.random() < 0.5:
+            argv += ["--packing", rng.choice(["off", "gimbal", "lucid", "random", "exact"])]
+        if rng.random() < 0.5:
+            argv += ["--packing-policy", rng.choice(["jct", "deadline", "makespan"])]
+    elif surface in ("trace", "load"):
+        kind = "simulate"
+        name = out_dir / f"case{case:05d}.csv"
+        trace_rows, load_rows = random_trace_rows(rng), random_load_rows(rng)
+        argv = _sim_base(rng)
+        if surface == "trace":
+            data = mutate_csv(trace_rows, rng) if rng.random() < 0.85 else _csv_bytes(trace_rows)
+            argv += ["--trace", name.name]
+            if rng.random() < 0.3:
+                argv += ["--load", f"case{case:05d}.load.csv"]
+                (out_dir / f"case{case:05d}.load.csv").write_bytes(_csv_bytes(load_rows))
         else:
-            findings.append(Finding(case, kind, argv, str(name), code, problem,
+            data = mutate_csv(load_rows, rng) if rng.random() < 0.85 else _csv_bytes(load_rows)
+            (out_dir / f"case{case:05d}.trace.csv").write_bytes(_csv_bytes(trace_rows))
+            argv += ["--trace", f"case{case:05d}.trace.csv", "--load", name.name,
+                     "--load-window", rng.choice(["60", "300", "3600"])]
+            argv[argv.index("--inference-servers") + 1] = str(rng.choice([1, 2, 4]))
+        if rng.random() < 0.1:  # the same file through standard input
+            stdin = data
+            argv[argv.index(name.name)] = "-"
+    else:  # sim-flags
+        kind = "simulate"
+        name = out_dir / f"case{case:05d}.csv"
+        data = _csv_bytes(random_trace_rows(rng))
+        (out_dir / f"case{case:05d}.load.csv").write_bytes(_csv_bytes(random_load_rows(rng)))
+        argv = sim_flag_case(rng, name.name, f"case{case:05d}.load.csv")
+    name.write_bytes(data)
+    code, stdout, stderr, secs, rss = run_forked(_cli_call(argv), memory_mb=memory_mb, timeout=timeout, cwd=cwd,
+                                                 stdin=stdin)
+    problem = judge(code, stderr, secs, rss, memory_mb=memory_mb) or _judge_clean(code, stderr)
+    if problem is None and check and kind == "decide" and code == 0:
+        problem = _check_decision(name, stdout, out_dir, case, memory_mb=memory_mb, timeout=timeout)
+        if problem is None and surface == "packing":  # the round again, told a mutated previous packing
+            argv2 = ["<python>", "decide", name.name, "keep_packing=..."]
+            try:
+                dec = json.loads(stdout)
+                snap_ids = [j["id"] for j in json.loads(data).get("jobs", [])]
+            except (ValueError, AttributeError, TypeError):
+                dec, snap_ids = None, []
+            if isinstance(dec, dict):
+                keep = mutate_keep(dec.get("packing") or [], snap_ids, rng)
+                packing = rng.choice(["gimbal", "lucid", "random", "exact"])
+                code, stdout2, stderr, secs, rss = run_forked(_keep_packing_call(name.name, keep, packing),
+                                                              memory_mb=memory_mb, timeout=timeout, cwd=cwd)
+                problem = judge(code, stderr, secs, rss, memory_mb=memory_mb)
+                if problem is None and code == 0:
+                    problem = _check_decision(name, stdout2, out_dir, case, memory_mb=memory_mb, timeout=timeout)
+                if problem is not None:
+                    argv = argv2
+                    (out_dir / f"case{case:05d}.keep.json").write_text(json.dumps(keep, default=repr))
+    if problem is None:
+        for extra in out_dir.glob(f"case{case:05d}*"):
+            extra.unlink()
+    return kind, argv, str(name), code, stderr, secs, rss, problem
+
+
+def _check_decision(snapshot: Path, decision: bytes, out_dir: Path, case: int, *, memory_mb: int,
+                    timeout: float) -> str | None:
+    dec = out_dir / f"case{case:05d}.decision.json"
+    dec.write_bytes(decision)
+    c_code, c_out, _, _, _ = run_forked(_cli_call(["check", snapshot.name, dec.name]), memory_mb=memory_mb,
+                                        timeout=timeout, cwd=str(out_dir))
+    if c_code != 0:
+        return f"check rejects the decision (exit {c_code}): {c_out.decode()[-300:]}"
+    dec.unlink()
+    return None
+
+
+def fuzz(*, seconds: float, seed: int, memory_mb: int = 2048, timeout: float = 60.0, out_dir: Path,
+         check: bool = True, max_cases: int | None = None, surfaces: tuple[str, ...] = ("cli",)
+         ) -> tuple[int, list[Finding]]:
+    """Run mutated cases for ``seconds`` (or ``max_cases``), the ``surfaces`` in turn; return (cases run,
+    findings). Each case runs in a forked child of this process (:func:`run_forked`)."""
+    rng = random.Random(seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _preload()
+    findings: list[Finding] = []
+    deadline = time.monotonic() + seconds
+    case = 0
+    exits: dict[str, dict[str, int]] = {s: {} for s in surfaces}
+    while time.monotonic() < deadline and (max_cases is None or case < max_cases):
+        surface = surfaces[case % len(surfaces)]
+        kind, argv, name, code, stderr, secs, rss, problem = fuzz_surface(
+            surface, case, rng, out_dir, memory_mb=memory_mb, timeout=timeout, check=check)
+        key = "timeout" if code is None else str(code)
+        exits[surface][key] = exits[surface].get(key, 0) + 1
+        if problem is not None:
+            findings.append(Finding(case, f"{surface}/{kind}", argv, name, code, problem,
                                     stderr.decode("utf-8", "replace")[-500:], round(secs, 3), round(rss, 1)))
-            log.warning("case %d (%s): %s", case, " ".join(argv), problem)
+            log.warning("case %d [%s] (%s): %s", case, surface, " ".join(argv), problem)
         case += 1
     (out_dir / "findings.json").write_text(json.dumps([asdict(f) for f in findings], indent=2) + "\n")
+    (out_dir / "exits.json").write_text(json.dumps(exits, indent=2, sort_keys=True) + "\n")
+    log.info("exit codes per surface: %s", exits)
     return case, findings
 
 
@@ -496,6 +888,10 @@ def build_parser(prog: str = "python -m lyra_solver.bench.fuzz") -> argparse.Arg
     p.add_argument("--timeout", type=_positive, default=60.0, help="seconds per run before it counts as a hang")
     p.add_argument("--out", type=Path, default=None, help="folder for failing inputs (default: a temporary one)")
     p.add_argument("--no-check", action="store_true", help="do not run `check` on the decisions")
+    p.add_argument("--surface", action="append", choices=(*SURFACES, "all"), default=None,
+                   help="what to fuzz, repeatable (default cli): cli (decide and mckp on mutated files), packing "
+                        "(packing profiles, options and flags, decide(keep_packing=...)), trace and load (the "
+                        "simulator's CSVs), sim-flags (the simulator's flags); all: every one in turn")
     p.add_argument("--overrun", action="store_true",
                    help="instead of fuzzing: time every MCKP method and decide's exact steps on large instances "
                         "under --time-limit and report how far past it each call ran")
@@ -542,10 +938,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m lyra_solver.bench
         print(f"{len(results)} runs, {len(late)} past the limit by more than {args.max_overrun:g} s (or killed); "
               f"instances in {out_dir}")
         return 1 if late else 0
+    chosen = args.surface or ["cli"]
+    surfaces = SURFACES if "all" in chosen else tuple(dict.fromkeys(chosen))
     cases, findings = fuzz(seconds=args.time, seed=args.seed, memory_mb=args.memory_mb, timeout=args.timeout,
-                           out_dir=out_dir, check=not args.no_check, max_cases=args.cases)
-    print(f"{cases} cases, {len(findings)} findings (seed {args.seed}, {args.memory_mb} MB, {args.timeout:g} s "
-          f"per run); inputs of findings in {out_dir}")
+                           out_dir=out_dir, check=not args.no_check, max_cases=args.cases, surfaces=surfaces)
+    print(f"{cases} cases ({', '.join(surfaces)}), {len(findings)} findings (seed {args.seed}, {args.memory_mb} MB, "
+          f"{args.timeout:g} s per run); inputs of findings in {out_dir}")
+    exits = json.loads((out_dir / "exits.json").read_text())
+    for surface, codes in exits.items():
+        print(f"  {surface}: " + ", ".join(f"exit {k}: {v}" for k, v in sorted(codes.items())))
     for f in findings:
         print(f"- case {f.case} [{f.kind}] {f.problem}: {' '.join(f.argv)} (exit {f.returncode}, {f.seconds} s, "
               f"{f.max_rss_mb} MB)")

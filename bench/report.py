@@ -44,6 +44,7 @@ class Section:
 SECTIONS: list[Section] = [
     Section("Simulation: Lyra against the baselines on Philly with the Alibaba inference load",
             path="docs/bench/simulation.md"),
+    Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
 ]
 
 #: Targets of the issues that the harness's suites do not measure: (issue, target, how it is measured), with an
@@ -59,6 +60,13 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "--policy lyra`: all 82,247 jobs in 3.6 minutes wall (216 s user, 100% of one core, 244 MB peak) on the "
      "quiet 2-core machine; decide p50 / p99 2.1 / 4.4 ms per round (8.4 minutes wall at load 5-6 earlier the "
      "same day; earlier runs never ended: a completion below the clock's resolution; section Simulation)", "met"),
+    (21, "`lyra-solver serve`: p50 at most 5 ms on the example at concurrency 1",
+     "2026-12-01, `lyra-solver bench serve` at load 15-19 on 2 cores: p50 28-44 ms over three runs while the engine "
+     "alone took 20-38 ms in one process; the server adds 1.0-1.7 ms of CPU per request (section Service)",
+     "not met"),
+    (21, "`lyra-solver serve`: throughput growing with --workers up to the cores",
+     "2026-12-01, load 15-19 on 2 cores: 1.7 / 2.0 req/s (1,000 x 5,000) and 35.0 / 34.6 req/s (example) with "
+     "1 / 2 workers at concurrency 32: the cores were taken by other work (section Service)", "not measured here"),
 ]
 
 

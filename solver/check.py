@@ -77,9 +77,28 @@ def format_violations(violations: Iterable[Violation]) -> str:
     Returns
     -------
     str
-        The lines joined by ``"\\n"`` (no trailing newline); empty string for no violation.
+        The lines joined by ``"\\n"`` (no trailing newline); empty string for no violation. Ids come from the
+        input: each part is escaped (a newline, carriage return or terminal code becomes ``\\n``, ``\\r``,
+        ``\\x1b``), so a hostile id can neither start a line of its own nor draw on the terminal, and cut to
+        :data:`MAX_PART` characters with an ellipsis.
     """
-    return "\n".join(f"{v.rule} at {v.where}: {v.message}" for v in violations)
+    return "\n".join(f"{_safe(v.rule)} at {_safe(v.where)}: {_safe(v.message)}" for v in violations)
+
+
+#: Longest part (rule, where, message) of a printed violation, in characters after escaping.
+MAX_PART = 400
+
+
+def _safe(text: str) -> str:
+    """``text`` on one line without control characters (``repr``-style escapes), at most :data:`MAX_PART`
+    characters: a longer one keeps its start and end around ``...``."""
+    text = str(text)
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    if len(text) > MAX_PART:
+        keep = (MAX_PART - 3) // 2
+        text = f"{text[:keep]}...{text[-keep:]}"
+    return text
 
 
 def _is_int(value: Any) -> bool:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import math
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from lyra_solver import __version__, io
 from lyra_solver.errors import InputError, escape
@@ -28,7 +26,8 @@ from lyra_solver.formulations.vocabulary import (
     QUEUE_ORDERS,
     RECLAIMS,
 )
-from lyra_solver.types import SCHEMAS, MCKPAnswer, json_schema
+from lyra_solver.ops import TABLE_IDS, decision_table  # noqa: F401  (moved to ops, where decide's paths live)
+from lyra_solver.types import SCHEMAS
 
 log = logging.getLogger("lyra_solver.cli")
 
@@ -53,130 +52,46 @@ def _out_guard(out: str | None, inputs: list[str]) -> None:
             raise InputError("$", f"refusing to overwrite the input file with -o {out}", src)
 
 
+def _name(source: str) -> str:
+    return "<stdin>" if source == "-" else source
+
+
 def cmd_decide(args) -> int:
-    from lyra_solver.pipeline import decide
+    from lyra_solver import ops
 
     _out_guard(args.output, [args.snapshot])
-    if args.backend not in ("auto", "numpy"):
-        from lyra_solver.values import resolve_backend
-
-        try:
-            resolve_backend(args.backend, 0)
-        except ValueError as err:
-            raise InputError("--backend", str(err).removeprefix("backend: ")) from None
-    snap = io.load_snapshot(args.snapshot)
-    decision = decide(snap, queue=args.queue, allocation=args.allocation, reclaim=args.reclaim,
-                      placement=args.placement, packing=args.packing, time_limit=args.time_limit,
-                      timings=args.timings, backend=args.backend, deterministic=args.deterministic,
-                      packing_policy=args.packing_policy)
-    if args.format == "json":
-        data = io.encode(decision)
-    elif args.format == "pretty":
-        data = (json.dumps(json.loads(io.encode(decision)), indent=2, sort_keys=True) + "\n").encode()
-    else:
-        data = decision_table(snap, decision).encode()
-    io.write_atomic(args.output or "-", data)
-    return EXIT_OK
-
-
-#: How many ids a line of the decision table lists before it says how many more there are.
-TABLE_IDS = 12
-
-
-def decision_table(snap, decision) -> str:
-    """What a decision changes, for a person: servers reclaimed and loaned, jobs started, scaled up or down,
-    moved, preempted, and the summary. One row per kind of change: its count and the first ids."""
-    before = {j.id: j for j in snap.jobs}
-    rows: dict[str, list[str]] = {k: [] for k in ("started", "scaled up", "scaled down", "moved", "preempted",
-                                                  "waiting", "kept")}
-    for jid, jd in decision.jobs.items():
-        old = before[jid].placement
-        if jd.action == "wait":
-            rows["waiting"].append(jid)
-        elif jd.action == "preempt":
-            rows["preempted"].append(jid)
-        elif old is None:
-            rows["started"].append(f"{jid} ({jd.workers})")
-        elif jd.workers != sum(old.values()):
-            kind = "scaled up" if jd.workers > sum(old.values()) else "scaled down"
-            rows[kind].append(f"{jid} ({sum(old.values())}->{jd.workers})")
-        elif jd.changed:
-            rows["moved"].append(jid)
-        else:
-            rows["kept"].append(jid)
-    table = [("servers reclaimed", decision.servers.reclaim), ("servers loaned", decision.servers.loan)]
-    table += [(f"jobs {k}", v) for k, v in rows.items()]
-    width = max(len(k) for k, _ in table)
-    lines = [f"{'change':<{width}}  {'count':>6}  ids", f"{'-' * width}  {'-' * 6}  {'-' * 3}"]
-    for name, ids in table:
-        shown = ", ".join(ids[:TABLE_IDS]) + (f", ... ({len(ids) - TABLE_IDS} more)" if len(ids) > TABLE_IDS else "")
-        lines.append(f"{name:<{width}}  {len(ids):>6}  {shown}")
-    s = decision.summary
-    lines.append("")
-    lines.append(f"JCT reduction {s.jct_reduction:g} s, {s.preemptions} preemption(s)"
-                 + (f", allocation gap {s.optimality_gap:g}" if s.optimality_gap is not None else "")
-                 + (f", {s.time_s:g} s" if s.time_s is not None else ""))
-    for step, method in s.methods.items():
-        lines.append(f"{step:<12} {method} ({s.statuses.get(step, '')})")
-    return "\n".join(escape(line.rstrip()) for line in lines) + "\n"
+    out = ops.decide(io.read_bytes(args.snapshot), args, _name(args.snapshot))
+    io.write_atomic(args.output or "-", out.data)
+    return out.code
 
 
 def cmd_check(args) -> int:
-    from lyra_solver.check import check_decision_text, format_violations
-    from lyra_solver.validate import decode
+    from lyra_solver import ops
 
     if args.snapshot == "-" and args.decision == "-":
         raise UsageError("lyra-solver check: the snapshot and the decision cannot both be standard input (-)")
     snap_bytes = io.read_bytes(args.snapshot)
-    try:
-        io.parse_snapshot(snap_bytes)
-    except InputError as err:
-        raise err.with_source("<stdin>" if args.snapshot == "-" else args.snapshot) from None
-    dec_name = "<stdin>" if args.decision == "-" else args.decision
     dec_bytes = io.read_bytes(args.decision)
-    try:  # not JSON at all, or a repeated key (merged silently otherwise): bad input, worded as decide does
-        decode(dec_bytes, Any)
-    except InputError as err:
-        raise err.with_source(dec_name) from None
-    violations = check_decision_text(json.loads(snap_bytes), dec_bytes)
-    malformed = [v for v in violations if v.rule == "malformed"]
-    if malformed:  # not a decision (e.g. a snapshot given twice): bad input, exit 2, the first field named
-        v = malformed[0]
-        more = f" (and {len(malformed) - 1} more malformed field(s))" if len(malformed) > 1 else ""
-        raise InputError(v.where, f"not a decision: {v.message}{more}", dec_name)
-    if violations:
-        io.write_atomic("-", (format_violations(violations) + "\n").encode())
-        print(f"{len(violations)} rule(s) broken", file=sys.stderr)
-        return EXIT_FAILED
-    io.write_atomic("-", b"ok: the decision keeps every rule\n")
-    return EXIT_OK
+    out = ops.check(snap_bytes, dec_bytes, args.snapshot, _name(args.decision))
+    io.write_atomic("-", out.data)
+    if out.note:
+        print(out.note, file=sys.stderr)
+    return out.code
 
 
 def cmd_mckp(args) -> int:
-    from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+    from lyra_solver import ops
 
     _out_guard(args.output, [args.instance])
-    inst = io.load(args.instance, io.parse_mckp)
-    name = "<stdin>" if args.instance == "-" else args.instance
-    try:
-        problem = MCKPProblem.from_ragged([c.weights for c in inst.classes], [c.values for c in inst.classes],
-                                          inst.capacity)
-    except ValueError as err:  # e.g. weights whose sums overflow int64
-        raise InputError("classes", str(err), name) from None
-    try:
-        res = solve_mckp(problem, method=args.method, time_limit=args.time_limit)
-    except ValueError as err:  # e.g. the dense DP refusing a huge capacity
-        raise InputError("$", f"method {args.method}: {err}", name) from None
-    answer = MCKPAnswer(status=str(res.status), objective=res.objective, bound=res.bound, gap=res.gap,
-                        choice=None if res.choice is None else list(res.choice), method=res.method,
-                        time_s=round(res.time_s, 6) if args.timings else None)
-    io.write_atomic(args.output or "-", io.encode(answer))
-    return EXIT_OK if res.choice is not None else EXIT_FAILED
+    out = ops.mckp(io.read_bytes(args.instance), args, _name(args.instance))
+    io.write_atomic(args.output or "-", out.data)
+    return out.code
 
 
 def cmd_schema(args) -> int:
-    schema = json_schema(args.what)
-    io.write_atomic(args.output or "-", (json.dumps(schema, indent=2, sort_keys=True) + "\n").encode())
+    from lyra_solver import ops
+
+    io.write_atomic(args.output or "-", ops.schema(args.what).data)
     return EXIT_OK
 
 
@@ -277,6 +192,12 @@ def cmd_bench(args) -> int:
 
 #: Files ``simulate --out`` writes (under ``--force``, removed from the folder before the run).
 SIMULATE_OUTPUTS = ("summary.json", "timings.json", "jobs-*.csv", "jct_cdf.png", "timeline.png")
+
+
+def cmd_serve(args) -> int:
+    from lyra_solver.serve import run
+
+    return run(args)
 
 
 def cmd_simulate(args) -> int:
@@ -470,6 +391,12 @@ def build_parser() -> argparse.ArgumentParser:
     simulate_arguments(sim)
     _simulate_cli_arguments(sim)
 
+    from lyra_solver.serve import add_arguments as serve_arguments
+
+    serve_arguments(_add(sub, "serve", "the engine as an HTTP/1.1 JSON service (pip install 'lyra-solver[serve]'): "
+                                       "POST /v1/decide, /v1/check, /v1/mckp, /v1/apply; GET /healthz, /readyz, "
+                                       "/metrics", cmd_serve))
+
     # `bench` parses its own arguments (lyra_solver.bench.harness); main() hands them over unparsed.
     b = sub.add_parser("bench", add_help=False,
                        help="optimality gaps and speed of every method: tables, results.json, plots "
@@ -508,6 +435,10 @@ def _nonneg_int(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     first = next((i for i, a in enumerate(args_list) if not a.startswith("-")), None)
+    if first is not None and args_list[first:first + 2] == ["bench", "serve"]:  # the service under load
+        from lyra_solver.bench.serve import main as serve_bench
+
+        return serve_bench(args_list[first + 2:])
     if (first is not None and args_list[first] == "bench"
             and all(a in COMMON_FLAGS for a in args_list[:first])):  # the harness parses its own options
         from lyra_solver.bench.harness import main as bench_main

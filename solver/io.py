@@ -11,28 +11,61 @@ import os
 import stat
 import sys
 import tempfile
-from pathlib import Path
 
 import msgspec
 from lyra_solver.errors import InputError
 from lyra_solver.types import Decision, MCKPInstance, Snapshot, canonical
 from lyra_solver.validate import check_duplicate_keys, decode, numpy_scalar, parse_snapshot
 
-__all__ = ["check_duplicate_keys", "decode", "encode", "load", "load_snapshot", "parse_decision", "parse_mckp",
-           "parse_snapshot", "read_bytes", "write_atomic"]
+__all__ = ["MAX_INPUT_BYTES", "check_duplicate_keys", "decode", "encode", "load", "load_snapshot", "parse_decision",
+           "parse_mckp", "parse_snapshot", "read_bytes", "read_limited", "write_atomic"]
 
-def read_bytes(source: str) -> bytes:
-    """Bytes of a file, or of standard input for ``-`` (a closed or unreadable stream is bad input)."""
+#: Largest input accepted (bytes, 512 MiB): a snapshot of a million jobs is about 270 MB. Larger inputs, and
+#: endless streams such as ``/dev/zero``, are refused after reading at most this much plus one chunk.
+MAX_INPUT_BYTES = 512 * 2**20
+
+_CHUNK = 8 * 2**20
+
+
+def _too_large(name: str) -> InputError:
+    return InputError("$", f"input larger than the {MAX_INPUT_BYTES // 2**20} MiB limit (io.MAX_INPUT_BYTES)", name)
+
+
+def read_limited(fh, name: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """All bytes of the binary stream ``fh``, refused with :class:`InputError` naming ``name`` once more than
+    ``limit`` bytes come (read in chunks: memory stays within ``limit`` plus one chunk, whatever the stream)."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        part = fh.read(min(_CHUNK, limit + 1 - size))
+        if not part:
+            return b"".join(parts)
+        parts.append(part)
+        size += len(part)
+        if size > limit:
+            raise _too_large(name)
+
+
+def read_bytes(source: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """Bytes of a file, or of standard input for ``-`` (a closed or unreadable stream is bad input), at most
+    ``limit`` (:data:`MAX_INPUT_BYTES`) of them: a larger input is refused naming the file, a regular file by
+    its size before any reading."""
     if source == "-":
         if sys.stdin is None:
             raise InputError("$", "cannot read: standard input is closed", "<stdin>")
         try:
-            return sys.stdin.buffer.read()
+            return read_limited(sys.stdin.buffer, "<stdin>", limit)
+        except InputError:
+            raise
         except (OSError, ValueError) as err:
             raise InputError("$", f"cannot read standard input: {getattr(err, 'strerror', None) or err}",
                              "<stdin>") from None
     try:
-        return Path(source).read_bytes()
+        with open(source, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+                raise _too_large(source)
+            return read_limited(fh, source, limit)
     except OSError as err:
         raise InputError("$", f"cannot read: {err.strerror or err}", source) from None
 

@@ -31,6 +31,7 @@ from lyra_solver.heuristics.packing import gimbal_greedy, lucid_pairing, random_
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import Decision, JobDecision, PackingGroup, Snapshot
+from lyra_solver.values import TIME_CAP
 
 __all__ = ["PACKING_METHODS", "PackingInstance", "pack_step", "packing_instance"]
 
@@ -86,7 +87,8 @@ def _server_gpus(snapshot: Snapshot) -> int:
 
 def _time(job, workers: int, server_gpus: int) -> float:
     r = rate_one(job.throughput, workers, gpus_per_worker=job.gpus_per_worker, server_gpus=server_gpus)
-    return max(job.remaining_work / r, 1e-6) if r > 0 else 1e12
+    # capped as the value table caps remaining times (huge work over a tiny rate is inf, refused by packing)
+    return min(max(job.remaining_work / r, 1e-6), TIME_CAP) if r > 0 else 1e12
 
 
 def _guest_uses(guest, g_mem: float, host_pl: list[tuple[int, int]], host_gpw: int, h_mem: float,

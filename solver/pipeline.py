@@ -67,7 +67,7 @@ from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.packing import pack_step
 from lyra_solver.types import Decision, JobDecision, PackingGroup, ServerDecision, Snapshot, Summary
-from lyra_solver.validate import validate_snapshot
+from lyra_solver.validate import check_keep_packing, validate_snapshot
 from lyra_solver.values import BACKENDS, TIME_CAP, JobOptions, ValueTable, lp_bound, option_grid, value_table
 
 log = logging.getLogger(__name__)
@@ -817,7 +817,8 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
     :mod:`lyra_solver.formulations.vocabulary`. ``timings=True`` adds ``summary.time_s`` (which makes the output
     differ from run to run). ``backend`` picks the value table's array library
     (:func:`lyra_solver.values.resolve_backend`; the numbers agree within float tolerance). ``keep_packing``
-    (the previous decision's ``packing``, from Python only): a packing guest that may share the same host GPUs
+    (the previous decision's ``packing``, from Python only: PackingGroups or dicts in their JSON format, checked
+    by :func:`lyra_solver.validate.check_keep_packing`): a packing guest that may share the same host GPUs
     again keeps them instead of being re-paired, which would restart it (:func:`lyra_solver.packing.pack_step`).
 
     Raises
@@ -854,6 +855,7 @@ def decide(snapshot: Snapshot, *, queue: str | None = None, allocation: str | No
                         f"got {type(snapshot).__name__}")
     t0 = time.perf_counter()
     snapshot = validate_snapshot(snapshot)
+    keep_packing = check_keep_packing(keep_packing)
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
                            placement=placement, packing=packing, time_limit=time_limit, backend=backend,
                            packing_policy=packing_policy)

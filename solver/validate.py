@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import types
+import typing
 import weakref
 from collections.abc import Mapping
 from typing import TypeVar
@@ -25,9 +27,10 @@ from typing import TypeVar
 import msgspec
 import msgspec.inspect as _inspect
 from lyra_solver.errors import InputError
-from lyra_solver.types import PowerThroughput, Snapshot, TableThroughput
+from lyra_solver.types import PackingGroup, PowerThroughput, Snapshot, TableThroughput
 
-__all__ = ["check_duplicate_keys", "check_rules", "decode", "numpy_scalar", "parse_snapshot", "validate_snapshot"]
+__all__ = ["check_duplicate_keys", "check_keep_packing", "check_rules", "decode", "numpy_scalar", "parse_snapshot",
+           "validate_snapshot"]
 
 T = TypeVar("T")
 
@@ -207,8 +210,82 @@ _JSON_TYPE = {"str": str, "float": float, "int": int, "bool": bool, "null": type
               "object": dict}
 
 
-def _name_dict_keys(path: str, msg: str, data: bytes) -> str:
-    """msgspec writes ``[...]`` for a key of a dict; find the key whose value has the type it complains of."""
+def _options(tp) -> list:
+    """The alternatives of a type annotation, ``Annotated`` and ``None`` stripped."""
+    while typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        out = []
+        for arg in typing.get_args(tp):
+            out += [] if arg is type(None) else _options(arg)
+        return out
+    return [tp]
+
+
+def _step_type(tp, part: str, node):
+    """The annotation of ``part`` (``.field`` or ``[i]``) of a value of annotation ``tp`` whose JSON is ``node``."""
+    for opt in _options(tp):
+        origin = typing.get_origin(opt)
+        if part.startswith("["):
+            if origin is list:
+                return typing.get_args(opt)[0]
+        elif isinstance(opt, type) and issubclass(opt, msgspec.Struct):
+            tag = opt.__struct_config__.tag_field
+            if tag is not None and isinstance(node, dict) and node.get(tag) != opt.__struct_config__.tag:
+                continue
+            hints = typing.get_type_hints(opt, include_extras=True)
+            if part[1:] in hints:
+                return hints[part[1:]]
+    return None
+
+
+def _typed_dict_keys(path: str, data: bytes, type_: type) -> str | None:
+    """The path with each ``[...]`` replaced by the first key of that dict whose entry fails its type (what
+    msgspec, which stops at the first bad entry, complained of), walking ``type_``'s annotations beside the
+    document; None when the walk loses its way."""
+    try:
+        node = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    tp, out = type_, ""
+    for part in re.findall(r"\.[^.\[]+|\[[^\]]*\]", "." + path if path and path[0] != "[" else path):
+        if part == "[...]":
+            dict_type = next((o for o in _options(tp) if typing.get_origin(o) is dict), None)
+            if dict_type is None or not isinstance(node, dict):
+                return None
+            key = None
+            for k, v in node.items():
+                try:
+                    msgspec.convert({k: v}, dict_type)
+                except (msgspec.ValidationError, TypeError, ValueError, RecursionError):
+                    key = k
+                    break
+            if key is None:
+                return None
+            tp, node, out = typing.get_args(dict_type)[1], node[key], f"{out}.{key}"
+            continue
+        tp = _step_type(tp, part, node)
+        if tp is None:
+            return None
+        if part.startswith("["):
+            idx = int(part[1:-1])
+            node = node[idx] if isinstance(node, list) and idx < len(node) else None
+        else:
+            node = node.get(part[1:]) if isinstance(node, dict) else None
+        out += part
+    return out.lstrip(".")
+
+
+def _name_dict_keys(path: str, msg: str, data: bytes, type_: type | None = None) -> str:
+    """msgspec writes ``[...]`` for a key of a dict; name the key: the first entry that fails the dict's
+    value type (:func:`_typed_dict_keys`), else the first whose value has the JSON type it complains of."""
+    if type_ is not None:
+        try:
+            typed = _typed_dict_keys(path, data, type_)
+        except Exception:  # noqa: BLE001 - an unusual annotation: the type-name heuristic below decides
+            typed = None
+        if typed is not None:
+            return typed
     try:
         node = json.loads(data)
     except (ValueError, RecursionError):
@@ -239,7 +316,7 @@ def _from_msgspec(err: Exception, data: bytes, type_: type) -> InputError:
     msg, path = (m.group("msg"), m.group("path") or "") if m else (text, "")
     path = path.lstrip(".")
     if "[...]" in path:
-        path = _name_dict_keys(path, msg, data)
+        path = _name_dict_keys(path, msg, data, type_)
     if msg.startswith("Object missing required field"):
         field = _FIELD.search(msg).group("field")
         return InputError(_join(path, field), "required field is missing")
@@ -353,10 +430,24 @@ def _finite(value: float | None, path: str) -> None:
         raise InputError(path, f"must be a finite number, got {value!r}")
 
 
+#: Largest restart or preemption penalty accepted (seconds, about 30 million years): the engine caps remaining
+#: times at the same value (:data:`lyra_solver.values.TIME_CAP`), so every value of the allocation table stays
+#: within twice it and the tables' sums stay far from overflowing a double (a penalty of 6e299 on two elastic
+#: jobs once made the MCKP refuse the round's values).
+MAX_PENALTY = 1e15
+
+
+def _penalty(value: float, path: str) -> None:
+    _finite(value, path)
+    if value > MAX_PENALTY:
+        raise InputError(path, f"must be at most {MAX_PENALTY:g} seconds, got {value:g}")
+
+
 def check_rules(snap: Snapshot) -> None:
     """Check the rules that span fields; raise :class:`InputError` naming the first broken one.
 
-    Rules: unique server and job ids; ``state`` given exactly for inference servers; finite numbers;
+    Rules: unique server and job ids; ``state`` given exactly for inference servers; finite numbers; penalties
+    at most :data:`MAX_PENALTY`;
     ``min_workers <= max_workers``; a worker fits on some server; a table throughput covers min..max with
     strictly increasing workers; a placement only on training or loaned servers, with positive counts
     adding up to a worker count in [min, max], and no server over its GPUs (all jobs together).
@@ -392,8 +483,8 @@ def check_rules(snap: Snapshot) -> None:
         job_ids.add(job.id)
         _finite(job.remaining_work, f"{p}.remaining_work")
         _finite(job.submit_time, f"{p}.submit_time")
-        _finite(job.restart_penalty, f"{p}.restart_penalty")
-        _finite(job.preemption_penalty, f"{p}.preemption_penalty")
+        _penalty(job.restart_penalty, f"{p}.restart_penalty")
+        _penalty(job.preemption_penalty, f"{p}.preemption_penalty")
         _finite(job.attained_service, f"{p}.attained_service")
         _finite(job.deadline, f"{p}.deadline")
         if job.packing is not None:
@@ -436,6 +527,8 @@ def _rules_hold(snap: Snapshot) -> bool:
             return False
         used: dict[str, int] = {}
         for job in jobs:
+            if job.restart_penalty > MAX_PENALTY or job.preemption_penalty > MAX_PENALTY:
+                return False
             total += (job.remaining_work + job.submit_time + job.restart_penalty + job.preemption_penalty
                       + job.attained_service)
             if job.deadline is not None:
@@ -508,3 +601,32 @@ def _validate_placement(job, p: str, servers: dict, used: dict[str, int]) -> Non
     if not job.min_workers <= total <= job.max_workers:
         raise InputError(f"{p}.placement",
                          f"places {total} workers, outside min..max {job.min_workers}..{job.max_workers}")
+
+
+def check_keep_packing(keep) -> tuple[PackingGroup, ...]:
+    """The ``keep_packing`` argument of :func:`lyra_solver.decide` checked: a sequence of
+    :class:`~lyra_solver.types.PackingGroup` (a decision's ``packing``) or of dicts in its JSON format, each
+    naming at least its host job. Raises :class:`InputError` with the path ``keep_packing[i]...``. O(size)."""
+    if keep is None:
+        return ()
+    if isinstance(keep, str | bytes | bytearray | Mapping | msgspec.Struct) or not hasattr(keep, "__iter__"):
+        raise InputError("keep_packing", "expected a sequence of PackingGroup (a decision's packing), got "
+                                         f"{type(keep).__name__}")
+    out = []
+    for i, group in enumerate(keep):
+        where = f"keep_packing[{i}]"
+        if not isinstance(group, PackingGroup | Mapping):
+            raise InputError(where, f"expected a PackingGroup or a dict in its format, got {type(group).__name__}")
+        try:
+            plain = msgspec.to_builtins(group, enc_hook=numpy_scalar)
+            checked = msgspec.convert(plain, PackingGroup)
+        except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as err:
+            m = _AT.match(str(err))
+            msg, path = (m.group("msg"), (m.group("path") or "").lstrip(".")) if m else (str(err), "")
+            if "[...]" in path:
+                path = _name_dict_keys(path, msg, _raw_encoder.encode(plain), PackingGroup)
+            raise InputError(f"{where}.{path}" if path and path[0] != "[" else f"{where}{path}", msg) from None
+        if not checked.jobs:
+            raise InputError(f"{where}.jobs", "must name the host job first, then its guests; got an empty list")
+        out.append(checked)
+    return tuple(out)

@@ -220,7 +220,8 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int) -> ValueTab
     gpw = np.fromiter((j.gpus_per_worker for j in jobs), np.int64, n)
     cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
     pen = np.fromiter((j.restart_penalty for j in jobs), np.float64, n)
-    times = np.minimum(work[:, None] / rate, TIME_CAP)
+    with np.errstate(over="ignore", divide="ignore"):  # huge work over a tiny rate: inf, capped just below
+        times = np.minimum(work[:, None] / rate, TIME_CAP)
     restart = (cur[:, None] > 0) & (w != cur[:, None])
     values = times[:, :1] - times - pen[:, None] * restart
     values = np.where(mask, values, -np.inf)

@@ -17,6 +17,22 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+#: Defaults of the options a preset may set (their parser default is None, resolved by _resolve).
+DEFAULTS = {"training_servers": 64, "inference_servers": 32, "interval": 60.0, "restart_penalty": 30.0,
+            "preemption_penalty": 300.0, "tiresias_threshold": 3600.0, "tiresias_starve_limit": 8.0}
+
+#: Presets: option values (an option given on the command line wins) and SimConfig fields.
+PRESETS = {
+    # the Pollux artifact's simulator (petuum/adaptdl osdi21-artifact, simulator/): 16 nodes x 4 GPUs, no
+    # inference cluster, rounds every 60 s on the grid from time 0 only (a job waits for the next round to
+    # start; its GPUs are given to others at the next round), 30 s for any change of allocation, Tiresias'
+    # threshold at 16 GPU-hours without the starvation rule
+    "pollux-artifact": ({"training_servers": 16, "inference_servers": 0, "interval": 60.0, "restart_penalty": 30.0,
+                         "preemption_penalty": 30.0, "tiresias_threshold": 57600.0, "tiresias_starve_limit": 0.0},
+                        {"server_gpus": 4, "event_rounds": False, "round_origin": 0.0}),
+}
+
+
 def _policy_names() -> tuple[str, ...]:
     from lyra_solver.bench.sim.policies import POLICIES
 
@@ -27,8 +43,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     names = _policy_names()
     src = p.add_argument_group("trace")
     src.add_argument("--trace", help="Philly CSV (timestamp,duration,num_gpus,gpu_time,cluster)")
-    src.add_argument("--pollux-workload", type=int, metavar="N",
-                     help="replay Pollux workload N (1-8) on 16 nodes x 4 GPUs, no inference cluster")
+    src.add_argument("--pollux-workload", metavar="N|CSV",
+                     help="replay Pollux workload N (1-8), or a workload CSV (name,time,application,num_replicas,"
+                     "batch_size), on 16 nodes x 4 GPUs, no inference cluster, sized by the Pollux artifact's job "
+                     "model")
+    src.add_argument("--pollux-data", metavar="DIR",
+                     help="the Pollux measurements (validation/, throughput/, workloads/; default "
+                     "../shared/data/pollux)")
     src.add_argument("--start", help="keep jobs submitted at or after this UTC date/time (ISO)")
     src.add_argument("--end", help="keep jobs submitted before this UTC date/time (ISO)")
     src.add_argument("--cluster", help="keep one Philly virtual cluster (its hash)")
@@ -37,24 +58,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      "(default: no load, every inference server idle)")
     src.add_argument("--load-window", type=float, default=300.0, help="seconds per window of the QPS file "
                      "(default %(default)s)")
+    src.add_argument("--load-mode", choices=["peak", "absolute"], default="peak",
+                     help="peak: the load divided by its own peak, times the inference servers, serve (the default); "
+                     "absolute: ceil(load / --load-per-server) servers serve, at most all of them")
+    src.add_argument("--load-per-server", type=float, metavar="X",
+                     help="with --load-mode absolute: the load one inference server serves (in the file's units)")
+    src.add_argument("--slices", type=int, default=1, metavar="K",
+                     help="replay K disjoint slices of the trace: the one --start/--end (or --limit) selects and the "
+                     "K-1 after it of the same length (or number of jobs); ratios get a 95%% interval")
     m = p.add_argument_group("mapping (DESIGN 'Simulation')")
     m.add_argument("--elastic-share", type=float, default=0.5, help="share of elastic jobs (default %(default)s)")
-    m.add_argument("--restart-penalty", type=float, default=30.0, help="seconds (default %(default)s)")
-    m.add_argument("--preemption-penalty", type=float, default=300.0, help="seconds (default %(default)s)")
+    m.add_argument("--restart-penalty", type=float, help="seconds (default 30)")
+    m.add_argument("--preemption-penalty", type=float, help="seconds (default 300)")
     m.add_argument("--packing-profile", action="append", default=[], metavar="APP=UTIL,MEM",
                    help="override an application's packing profile (gpu_util in (0, 1], gpu_mem_gb); repeatable; "
                    "used by policies with packing only (default: the table PACKING_PROFILES)")
     c = p.add_argument_group("cluster and policies")
-    c.add_argument("--training-servers", type=int, default=64, help="8-GPU training servers (default %(default)s)")
-    c.add_argument("--inference-servers", type=int, default=32,
-                   help="8-GPU inference servers (default %(default)s)")
-    c.add_argument("--interval", type=float, default=60.0, help="seconds between rounds (default %(default)s)")
+    c.add_argument("--preset", choices=sorted(PRESETS),
+                   help="a published setup: pollux-artifact = the Pollux artifact's simulator (16 x 4 GPUs, no "
+                   "inference, 60 s rounds on the grid only, 30 s restart and preemption, Tiresias threshold "
+                   "57,600 GPU-s, starvation off); options given explicitly win")
+    c.add_argument("--training-servers", type=int, help="8-GPU training servers (default 64)")
+    c.add_argument("--inference-servers", type=int, help="8-GPU inference servers (default 32)")
+    c.add_argument("--interval", type=float, help="seconds between rounds (default 60)")
     c.add_argument("--time-limit", type=float, default=1.0, help="seconds per exact step (default %(default)s)")
-    c.add_argument("--tiresias-threshold", type=float, default=3600.0, metavar="GPU_S",
-                   help="attained GPU-seconds at which a job enters Tiresias' second queue (default %(default)s)")
-    c.add_argument("--tiresias-starve-limit", type=float, default=8.0, metavar="K",
+    c.add_argument("--tiresias-threshold", type=float, metavar="GPU_S",
+                   help="attained GPU-seconds at which a job enters Tiresias' second queue (default 3600)")
+    c.add_argument("--tiresias-starve-limit", type=float, metavar="K",
                    help="Tiresias' STARVELIMIT: a second-queue job that has waited K times its last run is promoted "
-                   "to the first queue; 0 disables (default %(default)s, see policies.promote_starved)")
+                   "to the first queue; 0 disables (default 8, see policies.promote_starved)")
     pol = c.add_mutually_exclusive_group(required=True)
     pol.add_argument("--policy", choices=names, help="one policy")
     pol.add_argument("--compare", nargs="+", choices=names, metavar="P",
@@ -77,28 +109,54 @@ def _fail(where: str, msg: str):
     raise InputError(where, msg)
 
 
+#: Most seeds of one comparison and most parallel processes (each seed is a replay per policy).
+MAX_SEEDS = 1_000
+MAX_JOBS = 1_024
+#: Longest --time-limit accepted (seconds per round's exact steps).
+MAX_TIME_LIMIT = 3_600.0
+#: Most slices of one comparison (each is read from the trace and replayed per policy and seed).
+MAX_SLICES = 1_000
+
+
+def _resolve(args) -> None:
+    """Fill the options left out: from the preset if one is given, else :data:`DEFAULTS`."""
+    preset = PRESETS[args.preset][0] if getattr(args, "preset", None) else {}
+    for name, default in DEFAULTS.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, preset.get(name, default))
+
+
 def _validate(args) -> None:
+    """Every flag within its documented bounds (exit 2 naming the flag), before anything is read or allocated."""
+    from lyra_solver.bench.sim.engine import MAX_INTERVAL, MAX_PENALTY, MAX_SERVERS, MIN_INTERVAL
+
+    _resolve(args)
     if (args.trace is None) == (args.pollux_workload is None):
         _fail("--trace", "give exactly one of --trace and --pollux-workload")
-    for name in ("training_servers", "inference_servers", "seeds"):
+    if args.trace == "-" and args.load == "-":
+        _fail("--load", "standard input can feed --trace or --load, not both")
+    for name, lo, hi in (("training_servers", 1, MAX_SERVERS), ("inference_servers", 0, MAX_SERVERS),
+                         ("seeds", 1, MAX_SEEDS), ("jobs", 0, MAX_JOBS), ("seed", 0, 2**63 - 1)):
         v = getattr(args, name)
-        if v < (1 if name != "inference_servers" else 0):
-            _fail(f"--{name.replace('_', '-')}", f"must be at least {1 if name != 'inference_servers' else 0}")
-    for name in ("interval", "time_limit", "load_window", "tiresias_threshold"):
+        if not lo <= v <= hi:
+            _fail(f"--{name.replace('_', '-')}", f"must be in [{lo}, {hi}], got {v}")
+    for name, lo, hi in (("interval", MIN_INTERVAL, MAX_INTERVAL), ("load_window", MIN_INTERVAL, MAX_INTERVAL),
+                         ("restart_penalty", 0.0, MAX_PENALTY), ("preemption_penalty", 0.0, MAX_PENALTY)):
         v = getattr(args, name)
-        if not v > 0 or v == float("inf"):
-            _fail(f"--{name.replace('_', '-')}", "must be a positive finite number")
+        if not lo <= v <= hi:  # NaN too
+            _fail(f"--{name.replace('_', '-')}", f"must be in [{lo:g}, {hi:g}] seconds, got {v!r}")
+    for name, hi in (("time_limit", MAX_TIME_LIMIT), ("tiresias_threshold", math.inf)):
+        v = getattr(args, name)
+        if not 0 < v <= hi or v == math.inf:
+            most = "" if hi == math.inf else f" at most {hi:g}"
+            _fail(f"--{name.replace('_', '-')}", f"must be a positive finite number{most}, got {v!r}")
     if not 0 <= args.elastic_share <= 1:
         _fail("--elastic-share", "must be in [0, 1]")
     if not 0 <= args.tiresias_starve_limit < float("inf"):
         _fail("--tiresias-starve-limit", "must be a non-negative finite number (0 disables the rule)")
-    if args.restart_penalty < 0 or args.preemption_penalty < 0:
-        _fail("--restart-penalty", "penalties must be non-negative")
     args.packing = _packing_profiles(args.packing_profile)
     if args.limit is not None and args.limit < 1:
         _fail("--limit", "must be at least 1")
-    if args.jobs < 0:
-        _fail("--jobs", "must be non-negative")
 
 
 def _packing_profiles(items: list[str]) -> dict[str, tuple[float, float]]:
@@ -141,23 +199,61 @@ def _setup(args):
     from lyra_solver.bench.sim.traces import load_load_curve, load_philly, load_pollux_workload
 
     if args.pollux_workload is not None:
-        n = args.pollux_workload
-        path = _data_dir() / "pollux" / "workloads" / f"workload-{n}.csv"
-        if not 1 <= n <= 8 or not path.exists():
-            _fail("--pollux-workload", f"no workload {n} (1-8, in {path.parent})")
-        trace = load_pollux_workload(path)
-        config = SimConfig(training_servers=16, inference_servers=0, server_gpus=4, interval=args.interval,
-                           time_limit=args.time_limit, check=args.check, tiresias_threshold=args.tiresias_threshold,
-                           tiresias_starve_limit=args.tiresias_starve_limit)
+        root = Path(args.pollux_data) if args.pollux_data else _data_dir() / "pollux"
+        if not (root / "validation").is_dir() or not (root / "throughput").is_dir():
+            _fail("--pollux-data", f"{root}: no validation/ and throughput/ folders of Pollux measurements")
+        w = args.pollux_workload
+        if w.isdigit():
+            path = root / "workloads" / f"workload-{w}.csv"
+            if not 1 <= int(w) <= 8 or not path.exists():
+                _fail("--pollux-workload", f"no workload {w} (1-8, in {path.parent})")
+        else:
+            path = Path(w)
+        trace = load_pollux_workload(path, root=root)
+        fields = {"training_servers": 16, "inference_servers": 0, "server_gpus": 4, **_preset_config(args)}
+        _fits(trace, fields["training_servers"], fields["server_gpus"], "<stdin>" if w == "-" else str(path),
+              args.interval)
+        config = SimConfig(interval=args.interval, time_limit=args.time_limit, check=args.check,
+                           tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
+                           **fields)
         return trace, config
     trace = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster, limit=args.limit)
     if not trace:
         _fail("--trace", f"{args.trace}: no job left after the filters")
-    load = load_load_curve(args.load, window=args.load_window) if args.load else None
+    _fits(trace, args.training_servers, 8, "<stdin>" if args.trace == "-" else args.trace, args.interval,
+          with_load=bool(args.load) and args.inference_servers > 0)
+    load = load_load_curve(args.load, window=args.load_window, mode=args.load_mode,
+                           per_server=args.load_per_server) if args.load else None
     config = SimConfig(training_servers=args.training_servers, inference_servers=args.inference_servers,
                        interval=args.interval, load=load, time_limit=args.time_limit, check=args.check,
-                       tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit)
+                       tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
+                       **_preset_config(args))
     return trace, config
+
+
+def _fits(trace, servers: int, gpus: int, name: str, interval: float, with_load: bool = False) -> None:
+    """Refuse, naming the CSV line, a job larger than the training cluster (it could never run: the replay would
+    wait for it forever), and a replay whose rounds alone would pass the engine's bound on events."""
+    from lyra_solver.bench.sim.engine import MAX_EVENTS
+    from lyra_solver.errors import InputError
+
+    total = servers * gpus
+    for tj in trace:
+        if tj.gpus > total:
+            raise InputError(f"line {tj.line}", f"num_gpus {tj.gpus} is more than the training cluster's {total} GPUs "
+                             f"({servers} servers x {gpus}): the job could never run", name)
+    longest = max(tj.duration for tj in trace)
+    if longest / 2 / interval > MAX_EVENTS:  # an elastic job runs at most twice as fast: rounds while it runs
+        _fail("--interval", f"{interval:g} s: the longest job ({longest:g} s) alone would take more than "
+              f"{MAX_EVENTS:,} rounds (bench.sim.engine.MAX_EVENTS)")
+    span = max(tj.submit for tj in trace) - min(tj.submit for tj in trace)
+    if with_load and span / interval > MAX_EVENTS:  # a load change every interval while the jobs arrive
+        _fail("--interval", f"{interval:g} s: the trace's arrivals span {span:g} s, more than {MAX_EVENTS:,} "
+              "load changes (bench.sim.engine.MAX_EVENTS); shorten it (--start, --end, --limit)")
+
+
+def _preset_config(args) -> dict:
+    return dict(PRESETS[args.preset][1]) if getattr(args, "preset", None) else {}
 
 
 def run_one(trace, config, policy_name: str, seed: int, mapping: dict, progress: bool = False):
@@ -208,7 +304,7 @@ def _run_task(task):
     return run_one(trace, config, policy, seed, mapping)
 
 
-def _run_all(tasks, trace, config, mapping, args):
+def _run_all(tasks, traces, config, mapping, args):
     """Every (policy, seed): in this process with a per-job bar (one run), else through the benchmark
     harness's backend (local processes, or Ray, imported only then)."""
     from lyra_solver.bench.harness import map_tasks
@@ -216,11 +312,11 @@ def _run_all(tasks, trace, config, mapping, args):
 
     show = wanted(args)  # the command line's one progress rule (-q, --progress, --no-progress, a terminal)
     if len(tasks) == 1:
-        p, s = tasks[0]
-        return {(p, s): run_one(trace, config, p, s, mapping, progress=show)}
+        p, s, k = tasks[0]
+        return {(p, s, k): run_one(traces[k], config, p, s, mapping, progress=show)}
     bar = _bar(len(tasks), "runs") if show else None
     try:
-        out = map_tasks(_run_task, [(trace, config, p, s, mapping) for p, s in tasks],
+        out = map_tasks(_run_task, [(traces[k], config, p, s, mapping) for p, s, k in tasks],
                         jobs=args.jobs or os.cpu_count() or 1, backend=args.backend,
                         address=getattr(args, "address", None),
                         progress=None if bar is None else bar.t.update)
@@ -230,11 +326,105 @@ def _run_all(tasks, trace, config, mapping, args):
     return dict(zip(tasks, out, strict=True))
 
 
+def _check_more(args) -> None:
+    if args.load_mode == "absolute":
+        if args.load is None:
+            _fail("--load-mode", "absolute needs --load")
+        v = args.load_per_server
+        if v is None or not 0 < v < math.inf:
+            _fail("--load-per-server", "--load-mode absolute needs a positive finite --load-per-server")
+    elif args.load_per_server is not None:
+        _fail("--load-per-server", "only with --load-mode absolute")
+    if not 1 <= args.slices <= MAX_SLICES:
+        _fail("--slices", f"must be in [1, {MAX_SLICES}], got {args.slices}")
+    if args.slices > 1:
+        if args.pollux_workload is not None:
+            _fail("--slices", "only with --trace (a Pollux workload is one slice)")
+        if args.trace == "-":
+            _fail("--slices", "needs a trace file (standard input is read once)")
+        if args.limit is None and (args.start is None or args.end is None):
+            _fail("--slices", "needs --limit, or --start and --end, to say how long a slice is")
+
+
+def _slices(args, first: list) -> list[list]:
+    """``args.slices`` disjoint slices: the first one given, then the next ones of the same length (the time
+    window ``--end - --start``, or ``--limit`` jobs)."""
+    from dataclasses import replace as dc_replace
+    from datetime import timedelta
+
+    from lyra_solver.bench.sim.traces import _when, load_philly
+
+    k = args.slices
+    if k == 1:
+        return [first]
+    if args.start is not None and args.end is not None:
+        t0, t1 = _when(args.start), _when(args.end)
+        span = t1 - t0
+        out = [first]
+        for i in range(1, k):
+            try:
+                a, b = t0 + i * span, t0 + (i + 1) * span
+            except OverflowError:
+                _fail("--slices", f"slice {i + 1} of {k} would end after the year 9999")
+            fmt = "%Y-%m-%d %H:%M:%S"
+            out.append(load_philly(args.trace, start=a.strftime(fmt), end=b.strftime(fmt), cluster=args.cluster,
+                                   limit=args.limit))
+        if any(not t for t in out):
+            _fail("--slices", f"the trace holds fewer than {k} non-empty slices of {span / timedelta(hours=1):g} h")
+        return out
+    every = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster)
+    n = args.limit
+    if len(every) < k * n:
+        _fail("--slices", f"the trace holds {len(every)} jobs after the filters, fewer than {k} x {n}")
+    out = []
+    for i in range(k):
+        part = every[i * n:(i + 1) * n]
+        base = part[0].submit
+        out.append([dc_replace(tj, submit=tj.submit - base) for tj in part])
+    return out
+
+
+def _sha256(path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _inputs(args, trace) -> dict[str, str]:
+    """SHA-256 of every input file: the trace or workload, the load curve, the throughput profiles, and for a
+    Pollux workload the measurements of its applications."""
+    from importlib import resources
+
+    files = {}
+    if args.trace and args.trace != "-":  # standard input: read once, not hashed
+        files[args.trace] = args.trace
+    if args.load and args.load != "-":
+        files[args.load] = args.load
+    prof = resources.files("lyra_solver").joinpath("data/profiles.json")
+    files["lyra_solver/data/profiles.json"] = str(prof)
+    if args.pollux_workload is not None:
+        root = Path(args.pollux_data) if args.pollux_data else _data_dir() / "pollux"
+        w = args.pollux_workload
+        wpath = root / "workloads" / f"workload-{w}.csv" if w.isdigit() else Path(w)
+        if w != "-":
+            files[str(wpath)] = str(wpath)
+        for app in sorted({tj.app for tj in trace}):
+            for sub in ("validation", "throughput"):
+                for f in sorted((root / sub / app).glob("*.csv")):
+                    files[str(f)] = str(f)
+    return {label: _sha256(path) for label, path in sorted(files.items())}
+
+
 def run(args) -> int:
     from lyra_solver.bench.sim.policies import get_policy
-    from lyra_solver.bench.sim.report import combine, markdown_table, write_outputs
+    from lyra_solver.bench.sim.report import combine, markdown_table, ratios, write_outputs
 
     _validate(args)
+    _check_more(args)
     policies = [args.policy] if args.policy else list(dict.fromkeys(args.compare))
     for p in policies:
         get_policy(p)  # unknown name or packing not available: exit 2 before any work
@@ -243,30 +433,43 @@ def run(args) -> int:
     if args.backend == "ray":
         _need_ray()
     trace, config = _setup(args)
+    traces = _slices(args, trace)
     mapping = {"elastic_share": args.elastic_share, "restart_penalty": args.restart_penalty,
                "preemption_penalty": args.preemption_penalty}
     if args.packing:
         mapping["packing"] = {k: list(v) for k, v in sorted(args.packing.items())}
     seeds = list(range(args.seed, args.seed + args.seeds))
-    tasks = [(p, s) for p in policies for s in seeds]
+    runs = [(s, k) for k in range(len(traces)) for s in seeds]
+    tasks = [(p, s, k) for p in policies for s, k in runs]
     t0 = time.perf_counter()
-    results = _run_all(tasks, trace, config, mapping, args)
+    from lyra_solver.bench.sim.engine import ReplayTooLong
+
+    try:
+        results = _run_all(tasks, traces, config, mapping, args)
+    except ReplayTooLong as err:
+        _fail("--interval", str(err))
     wall = time.perf_counter() - t0
-    summaries = {p: combine([results[(p, s)][0] for s in seeds]) for p in policies}
-    timings = {p: [results[(p, s)][1] for s in seeds] for p in policies}
+    summaries = {p: combine([results[(p, s, k)][0] for s, k in runs]) for p in policies}
+    timings = {p: [results[(p, s, k)][1] for s, k in runs] for p in policies}
     base = "baseline" if "baseline" in policies else policies[0]
-    print(markdown_table(summaries, timings, baseline=base))
-    print(f"\n{len(trace)} jobs, {len(tasks)} runs, {wall:.1f} s wall "
+    rat = ratios({p: [results[(p, s, k)][0] for s, k in runs] for p in policies})
+    print(markdown_table(summaries, timings, baseline=base, ratios=rat))
+    print(f"{sum(len(t) for t in traces)} jobs, {len(tasks)} runs, {wall:.1f} s wall "
           f"({datetime.now(UTC).strftime('%Y-%m-%d')})", file=sys.stderr)
     if args.out:
-        meta = {"trace": args.trace or f"pollux workload {args.pollux_workload}", "jobs": len(trace),
+        pw = args.pollux_workload
+        meta = {"trace": args.trace or (f"pollux workload {pw}" if pw.isdigit() else pw), "jobs": len(trace),
+                "slices": len(traces), "inputs": _inputs(args, trace), "load_mode": args.load_mode,
+                "load_per_server": args.load_per_server,
                 "start": args.start, "end": args.end, "cluster": args.cluster, "limit": args.limit,
                 "load": args.load, "load_window": args.load_window, "seeds": seeds,
                 "training_servers": config.training_servers, "inference_servers": config.inference_servers,
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
+                **({"preset": args.preset, "event_rounds": config.event_rounds,
+                    "round_origin": config.round_origin} if getattr(args, "preset", None) else {}),
                 **({"tiresias_threshold": config.tiresias_threshold,
                     "tiresias_starve_limit": config.tiresias_starve_limit} if "tiresias" in policies else {}),
                 "baseline": base}
-        first = {p: results[(p, seeds[0])][2] for p in policies}
-        write_outputs(Path(args.out), summaries, timings, first, config, meta)
+        first = {p: results[(p, seeds[0], 0)][2] for p in policies}
+        write_outputs(Path(args.out), summaries, timings, first, config, meta, ratios=rat)
     return 0

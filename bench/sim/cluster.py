@@ -7,8 +7,6 @@ its text. Running time: O(1) per lookup, O(S) per load change for S inference se
 """
 from __future__ import annotations
 
-import math
-
 from lyra_solver.types import Server
 
 TRAINING, INFERENCE = "training", "inference"
@@ -39,13 +37,13 @@ class Cluster:
     def serving_gpus(self) -> int:
         return self.count("serving") * self.G
 
-    def set_load(self, level: float) -> None:
-        """Follow a load level in [0, 1]: idle servers start serving first (lowest index first); serving
+    def set_need(self, need: int) -> None:
+        """Follow the servers the load needs: idle servers start serving first (lowest index first); serving
         servers beyond the need go idle (highest index first)."""
         n = self.n_inference
         if n == 0:
             return
-        self.need = min(n, math.ceil(level * n - 1e-9))
+        self.need = min(n, need)
         serving = self.count("serving")
         if serving > self.need:
             for i in range(n - 1, -1, -1):

@@ -8,8 +8,11 @@ with the independent checker, and carries it out with :func:`lyra_solver.apply_d
 mutates state; the engine's functions are pure.
 
 Time model:
-- a running job of ``w`` workers progresses at ``rate(w)`` (the engine's throughput model) and completes
-  exactly when its remaining work reaches zero (the completion time is solved for, not stepped to);
+- a running job of ``w`` workers progresses at the rate of the placement it holds: ``rate(w)`` of the engine's
+  throughput model on the ``k`` servers the placement spans (``rate_one(..., servers=k)``), or for a job of the
+  Pollux artifact's model (:mod:`.pollux`) its rate on the placement's replicas per server in its current
+  epoch (epoch ends are crossed at their solved times); it completes exactly when its remaining work reaches
+  zero (the completion time is solved for, not stepped to);
 - a job whose worker count or placement changes restarts: no progress for its ``restart_penalty`` seconds; a
   job preempted and later resumed makes no progress for its ``preemption_penalty`` seconds after resuming;
   GPUs are held (and counted as used) during both;
@@ -23,7 +26,9 @@ Time model:
   guest packed again on the same GPUs of the same host goes on undisturbed; packed elsewhere or started
   properly it restarts; left waiting it is preempted. Speeds are recomputed when a partner completes (the
   survivor runs unshared);
-- inference: ``need(t) = ceil(L(t) * inference_servers)`` servers serve; idle servers are taken first, then
+- rounds: every ``interval`` seconds while anything is active (on the grid from ``round_origin``, default the
+  first arrival) and, with ``event_rounds``, at an arrival or completion while GPUs are free;
+- inference: ``need(t)`` servers serve (:meth:`.traces.LoadCurve.servers`); idle servers are taken first, then
   ``inference.reclaim`` asks the next round for loaned servers back, which serve once returned.
 
 The parts: :mod:`.cluster` (servers and GPUs held), :mod:`.jobs` (a job's state), :mod:`.metrics` (counters,
@@ -46,17 +51,63 @@ import msgspec
 from lyra_solver.apply import apply_decision
 from lyra_solver.pipeline import decide
 from lyra_solver.throughput import rate_one
-from lyra_solver.types import PackingProfile, ProfileThroughput
+from lyra_solver.types import PackingProfile, ProfileThroughput, TableThroughput
 
 from .cluster import Cluster
 from .jobs import SimJob
 from .metrics import Metrics
 from .packing import _shared_at, packed_rates
 from .policies import Policy
+from .pollux import compact
 from .quiet import SizesKept, is_quiet
-from .traces import LoadCurve, SimJobSpec
+from .traces import MAX_DURATION, LoadCurve, SimJobSpec, merge_close
 
 log = logging.getLogger(__name__)
+
+
+#: Bounds on a replay (``lyra-solver simulate`` refuses flags past them, exit 2 naming the flag; :func:`simulate`
+#: raises ``ValueError``). With the trace's durations at most :data:`.traces.MAX_DURATION` they keep every input
+#: to a bounded number of events: rounds come at most every ``MIN_INTERVAL`` seconds while jobs are active, load
+#: changes at most once per interval (:func:`.traces.merge_close`), and the loop stops at :data:`MAX_EVENTS`.
+MIN_INTERVAL = 1.0
+MAX_INTERVAL = 1e7
+MAX_PENALTY = 86_400.0  # seconds: a day without progress after a restart or a preemption
+MAX_SERVERS = 100_000  # per cluster (training, inference)
+#: Iterations of the event loop (arrivals, completions, load changes and rounds together) after which a replay
+#: stops with an error instead of running on (the full Philly trace spans 9.4e6 s: at a 60 s interval about 157,000
+#: rounds, 164,000 arrivals and completions and at most as many load changes as rounds).
+MAX_EVENTS = 5_000_000
+
+
+class ReplayTooLong(ValueError):
+    """The replay passed :data:`MAX_EVENTS` events (a longer interval or a shorter trace is needed)."""
+
+
+def check_config(cfg: SimConfig) -> None:
+    """Refuse (``ValueError`` naming the field) a configuration outside the documented bounds."""
+    if not MIN_INTERVAL <= cfg.interval <= MAX_INTERVAL:
+        raise ValueError(f"interval: must be in [{MIN_INTERVAL:g}, {MAX_INTERVAL:g}] seconds, got {cfg.interval!r}")
+    for name in ("training_servers", "inference_servers"):
+        v = getattr(cfg, name)
+        if not 0 <= v <= MAX_SERVERS:
+            raise ValueError(f"{name}: must be in [0, {MAX_SERVERS}], got {v!r}")
+
+
+def check_specs(specs, cfg: SimConfig) -> None:
+    """Refuse (``ValueError`` naming the trace line) a job larger than the training cluster (baseline and
+    Tiresias run it at its requested size there: the replay would wait for it forever), one longer than
+    :data:`.traces.MAX_DURATION`, or one whose penalties are past :data:`MAX_PENALTY`."""
+    total = cfg.training_servers * cfg.server_gpus
+    for sp in specs:
+        if sp.gpus > total:  # baseline and Tiresias run a job at its requested size
+            raise ValueError(f"line {sp.line}: the job needs {sp.gpus} GPUs, more than the training cluster's "
+                             f"{total} ({cfg.training_servers} servers x {cfg.server_gpus}); it could never run")
+        if not 0 < sp.duration <= MAX_DURATION:
+            raise ValueError(f"line {sp.line}: duration must be in (0, {MAX_DURATION:g}] seconds, got {sp.duration!r}")
+        for what in ("restart_penalty", "preemption_penalty"):
+            v = getattr(sp, what)
+            if not 0 <= v <= MAX_PENALTY:
+                raise ValueError(f"line {sp.line}: {what} must be in [0, {MAX_PENALTY:g}] seconds, got {v!r}")
 
 
 class DecisionRejected(AssertionError):
@@ -78,6 +129,8 @@ class SimConfig:
     check: bool = False  # run the independent checker on every decision (tests)
     record: bool = False  # keep every progress segment (tests of work conservation)
     skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see .quiet)
+    event_rounds: bool = True  # also a round at an arrival or completion when GPUs are free (else ticks only)
+    round_origin: float | None = None  # rounds at round_origin + k * interval (None: from the first arrival)
 
 
 @dataclass
@@ -95,6 +148,11 @@ class SimResult:
     segments: list[tuple[str, float, float, float]] = field(default_factory=list)
     gpu_seconds_window: dict = field(default_factory=dict)  # GPU-seconds while jobs arrive
     window: float = 0.0  # first to last arrival, seconds
+    # intervals of constant allocation: (job id, start, end, workers, ((server, GPUs), ...), packing host or None)
+    allocations: list[tuple] = field(default_factory=list)
+    # every round, skipped ones too: (t, queued, running, training GPUs used, loaned GPUs used, serving servers,
+    # idle inference servers)
+    rounds: list[tuple] = field(default_factory=list)
 
 
 def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimConfig(),
@@ -119,7 +177,12 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
     ------
     DecisionRejected
         With ``config.check``, when a decision breaks a rule of :func:`lyra_solver.check.check_decision`.
+    ValueError
+        A configuration or job outside the documented bounds (:func:`check_config`, :func:`check_specs`), or
+        :class:`ReplayTooLong` past :data:`MAX_EVENTS` events.
     """
+    check_config(config)
+    check_specs(specs, config)
     return _Sim(specs, policy, config, progress).run()
 
 
@@ -131,7 +194,7 @@ class _Sim:
         self.specs = sorted(specs, key=lambda s: (s.submit, s.line))
         self.cluster = Cluster(cfg.training_servers, cfg.inference_servers, cfg.server_gpus)
         self.tp: dict[str, ProfileThroughput] = {}
-        self.rates: dict[tuple[str, int], float] = {}
+        self.rates: dict[tuple[str, int, int | None], float] = {}
         self.options = policy.decide_options(cfg.time_limit)
         self.jobs: list[SimJob] = []
         self.active: dict[int, SimJob] = {}  # queued or running, by arrival index
@@ -144,6 +207,10 @@ class _Sim:
         for name in policy.counters:
             self.metrics.counters[name] = 0
         self.state = policy.start(cfg)
+        # load points closer than a round apart merged: at most one load change per interval
+        self.load = merge_close(cfg.load, cfg.interval) if cfg.load is not None and cfg.inference_servers else None
+        self.modelled = any(s.model is not None for s in self.specs)  # jobs of the Pollux artifact's model
+        self.tables: dict[tuple, TableThroughput] = {}
 
     # ------------------------------------------------------------------------------------------ the view
     def throughput(self, app: str) -> ProfileThroughput:
@@ -151,6 +218,20 @@ class _Sim:
         if tp is None:
             tp = self.tp[app] = ProfileThroughput(model=app)
         return tp
+
+    def job_throughput(self, j: SimJob, lo: int, hi: int):
+        """The throughput a snapshot shows for ``j`` with options ``lo..hi``: its application's profile, or for
+        a job of the Pollux model a table of its rate per worker count at its batch size and current epoch
+        (on the most compact placement)."""
+        if j.model is None:
+            return self.throughput(j.spec.app)
+        key = (j.spec.app, j.spec.batch_size, j.epoch, lo, hi)
+        tab = self.tables.get(key)
+        if tab is None:
+            ws = list(range(lo, hi + 1))
+            tab = self.tables[key] = TableThroughput(
+                workers=ws, rate=[j.model.rate(compact(w, self.cluster.G), j.epoch) for w in ws])
+        return tab
 
     def packing_profile(self, sp) -> PackingProfile:
         prof = self.profiles.get(sp.app)
@@ -162,12 +243,22 @@ class _Sim:
         self.metrics.counters[name] = value
 
     # ------------------------------------------------------------------------------------------ helpers
-    def _rate(self, app: str, w: int) -> float:
-        key = (app, w)
+    def _rate(self, app: str, w: int, k: int | None = None) -> float:
+        """``rate(w)`` of ``app``'s profile on ``k`` servers (default: the most compact placement)."""
+        key = (app, w, k)
         r = self.rates.get(key)
         if r is None:
-            r = self.rates[key] = rate_one(self.throughput(app), w, server_gpus=self.cluster.G)
+            r = self.rates[key] = rate_one(self.throughput(app), w, server_gpus=self.cluster.G, servers=k)
         return r
+
+    def _solo_rate(self, j: SimJob) -> float:
+        """``j``'s unshared rate at the workers it has, on the placement it holds (the most compact one for a
+        packing guest): its profile's rate at ``w`` workers on the servers the placement spans, or for the
+        Pollux model its rate on the placement's replicas per server in its current epoch."""
+        if j.model is None:
+            return self._rate(j.spec.app, j.workers, len(j.placement) if j.placement else None)
+        counts = tuple(sorted(j.placement.values())) if j.placement else compact(j.workers, self.cluster.G)
+        return j.model.rate(counts, j.epoch)
 
     def _free_gpus(self) -> int:
         return self.cluster.free_gpus(self.policy.loan)
@@ -198,7 +289,7 @@ class _Sim:
         for i in self.running:
             j = jobs[i]
             b = j.blocked
-            f = (b if b > t else t) + j.remaining / j.rate
+            f = (b if b > t else t) + (j.remaining - j.level) / j.rate
             if f < best:
                 best = f
         return best
@@ -211,11 +302,18 @@ class _Sim:
         second's job can be left a few nano-seconds of work that no later time can represent; without this the
         next completion would stay at ``t`` forever).
         """
-        finished = []
+        finished, crossed = [], []
         for i in self.running:
             j = self.jobs[i]
-            if j.blocked <= t and (j.remaining <= 1e-9 * max(1.0, j.spec.work) or t + j.remaining / j.rate <= t):
-                finished.append(i)
+            left = j.remaining - j.level
+            if j.blocked <= t and (left <= 1e-9 * max(1.0, j.spec.work) or t + left / j.rate <= t):
+                (crossed if j.level > 0 else finished).append(i)
+        for i in crossed:  # a job of the Pollux model ends an epoch: its rate changes, nothing else
+            j = self.jobs[i]
+            j.next_epoch()
+            j.rate = self._solo_rate(j)
+        if crossed and self.packing:
+            self._set_rates()
         for i in sorted(finished):
             j = self.jobs[i]
             j.remaining = 0.0
@@ -223,6 +321,8 @@ class _Sim:
             self._release(j)
             self.running.discard(i)
             j.host = None
+            j.placement = None
+            self.metrics.allocated(j, t)
             del self.active[i]
             self.done += 1
             if self.progress is not None:
@@ -239,7 +339,7 @@ class _Sim:
     def _hold(self, j: SimJob, placement: dict[str, int]) -> None:
         j.placement = placement
         j.workers = sum(placement.values())
-        j.rate = self._rate(j.spec.app, j.workers)
+        j.rate = self._solo_rate(j)
         j.train_gpus, j.inf_gpus = self.cluster.split(placement)
         self.cluster.hold(j.train_gpus, j.inf_gpus)
 
@@ -271,12 +371,11 @@ class _Sim:
         """Every running job's rate: ``rate(w)``, times its packed speed where it shares GPUs (:mod:`.packing`)."""
         for i in self.running:
             j = self.jobs[i]
-            j.rate = self._rate(j.spec.app, j.workers)
+            j.rate = self._solo_rate(j)
         if not self.packing:
             return
         by_id = {self.jobs[i].spec.id: self.jobs[i] for i in self.running}
-        for jid, r in packed_rates(self.packing, by_id, self.options,
-                                   lambda j: self._rate(j.spec.app, j.workers)).items():
+        for jid, r in packed_rates(self.packing, by_id, self.options, self._solo_rate).items():
             by_id[jid].rate = r
 
     # ------------------------------------------------------------------------------------------ rounds
@@ -341,8 +440,18 @@ class _Sim:
             self._hold(j, dict(new))
         if pol.packing != "off":
             self._set_rates()
+        for i in sorted(self.active):
+            j = self.jobs[i]
+            j.shared = now_at[j.spec.id][1] if j.host is not None else ()
+            m.allocated(j, t)
         c = self.cluster
         m.series.append((t, len(self.active) - len(self.running), c.used_train, c.serving_gpus(), c.used_inf))
+        self._round_row(t)
+
+    def _round_row(self, t: float) -> None:
+        c = self.cluster
+        self.metrics.rounds.append((t, len(self.active) - len(self.running), len(self.running), c.used_train,
+                                    c.used_inf, c.count("serving"), c.count("idle")))
 
     def _guest(self, t: float, i: int, j: SimJob, host: str | None, placement, workers: int | None,
                moved: bool = True) -> None:
@@ -381,13 +490,20 @@ class _Sim:
         heapq.heapify(arrivals)
         t = self.specs[0].submit if self.specs else 0.0
         origin = t
-        load = cfg.load if cfg.inference_servers else None
+        grid = origin if cfg.round_origin is None else cfg.round_origin
+        load = self.load
         next_load = t if load is not None else math.inf
-        next_tick = t
+        next_tick = grid + math.ceil((t - grid) / cfg.interval) * cfg.interval
+        events = 0
         while arrivals or self.active:
+            events += 1
+            if events > MAX_EVENTS:
+                raise ReplayTooLong(f"the replay passed {MAX_EVENTS:,} events (bench.sim.engine.MAX_EVENTS) at "
+                                    f"t={t:g} s with {len(self.active)} jobs active; use a longer interval or a "
+                                    "shorter trace")
             busy = bool(self.active) or c.reclaim_wanted() > 0
-            if next_tick < t:  # ticks resume on the grid origin + k * interval
-                next_tick = origin + math.ceil((t - origin) / cfg.interval) * cfg.interval
+            if next_tick < t:  # ticks resume on the grid + k * interval
+                next_tick = grid + math.ceil((t - grid) / cfg.interval) * cfg.interval
             t_arr = arrivals[0][0] if arrivals else math.inf
             t_done = self._next_completion(t)
             t2 = min(t_arr, t_done, next_tick if busy else math.inf, next_load)
@@ -398,7 +514,7 @@ class _Sim:
             t = t2
             event = False
             if t == next_load:
-                c.set_load(cfg.load.at(t) if cfg.load is not None else 0.0)
+                c.set_need(load.servers(t, c.n_inference))
                 next_load = self._next_load_time(t)
             if t_done <= t:
                 event |= self._complete(t)
@@ -409,20 +525,24 @@ class _Sim:
             tick = busy and t >= next_tick
             if tick:
                 next_tick = t + cfg.interval
-            if (tick or (event and self._free_gpus() > 0)) and (self.active or c.reclaim_wanted()):
+            if (tick or (event and cfg.event_rounds and self._free_gpus() > 0)) \
+                    and (self.active or c.reclaim_wanted()):
                 if is_quiet(self):
                     m.count("quiet_rounds")
                     m.series.append((t, 0, c.used_train, c.serving_gpus(), c.used_inf))
+                    self._round_row(t)
                 else:
                     self._round(t)
         makespan = max((j.end for j in self.jobs if j.end is not None), default=origin) - origin
         rows = [j.row() for j in self.jobs]
         return SimResult(self.policy.name, rows, m.series, dict(m.counters), dict(m.gs), makespan,
-                         m.decide_ms, m.segments, dict(m.gs_window), m.last_arrival - origin)
+                         m.decide_ms, m.segments, dict(m.gs_window), m.last_arrival - origin, m.allocations,
+                         m.rounds)
 
     def _next_load_time(self, t: float) -> float:
-        load = self.cfg.load
+        load = self.load
         x = t % load.period
         base = t - x
         k = bisect.bisect_right(load.times, x + 1e-9)
-        return base + (load.times[k] if k < len(load.times) else load.period)
+        nxt = base + (load.times[k] if k < len(load.times) else load.period)
+        return nxt if nxt > t else t + self.cfg.interval  # a time the clock cannot tell from t: a round later

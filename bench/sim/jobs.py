@@ -16,7 +16,8 @@ class SimJob:
     """
 
     __slots__ = ("spec", "idx", "remaining", "placement", "workers", "rate", "blocked", "attained", "start",
-                 "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus", "host", "packed")
+                 "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus", "host", "packed",
+                 "model", "epoch", "level", "alloc", "alloc_since", "shared")
 
     def __init__(self, spec: SimJobSpec, idx: int) -> None:
         self.spec, self.idx = spec, idx
@@ -35,14 +36,45 @@ class SimJob:
         self.inf_gpus = 0
         self.host: str | None = None  # the host's id while the job runs as a packing guest
         self.packed = 0  # rounds run as a packing guest
+        # the Pollux artifact's job model (.pollux.PolluxJob) or None; its epoch; the remaining work at which its
+        # rate next changes (the end of the epoch), 0 for jobs whose rate depends on the placement only
+        self.model = spec.model
+        # the allocation held since alloc_since (workers, ((server, GPUs), ...), host), for segments-POLICY.csv
+        self.alloc: tuple | None = None
+        self.alloc_since = 0.0
+        self.shared: tuple = ()  # a guest's (server, GPUs) shared with its host
+        self.epoch = 0
+        self.level = 0.0 if spec.model is None else self._level()
+
+    def _level(self) -> float:
+        m = self.model
+        if self.epoch + 1 >= m.epochs():
+            return 0.0
+        return max(0.0, self.spec.work - m.boundary(self.epoch + 1))
 
     @property
     def held(self) -> int:
         """GPUs it holds (0 while waiting or running as a guest)."""
         return self.train_gpus + self.inf_gpus
 
+    def allocation(self) -> tuple | None:
+        """What it holds now: (workers, ((server, GPUs), ...) sorted by server, host or None); None when it
+        holds nothing."""
+        if self.host is not None:
+            return (self.workers, self.shared, self.host)
+        if self.placement is None:
+            return None
+        return (self.workers, tuple(sorted(self.placement.items())), None)
+
     def finish_time(self, t: float) -> float:
-        return max(t, self.blocked) + self.remaining / self.rate
+        """When its work (its epoch, for the Pollux model) is done at the current rate."""
+        return max(t, self.blocked) + (self.remaining - self.level) / self.rate
+
+    def next_epoch(self) -> None:
+        """Cross into the next epoch (the remaining work is exactly the old epoch's end)."""
+        self.remaining = self.level
+        self.epoch += 1
+        self.level = self._level()
 
     def row(self) -> dict:
         """The job's line of ``jobs-POLICY.csv``."""

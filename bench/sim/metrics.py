@@ -25,6 +25,19 @@ class Metrics:
         self.decide_ms: list[float] = []
         self.record = record
         self.segments: list[tuple[str, float, float, float]] = []
+        # allocation intervals (job id, start, end, workers, ((server, GPUs), ...), host or None)
+        self.allocations: list[tuple] = []
+        # per round: (t, queued, running, training GPUs used, loaned GPUs used, serving servers, idle servers)
+        self.rounds: list[tuple[float, int, int, int, int, int, int]] = []
+
+    def allocated(self, j, t: float) -> None:
+        """Close ``j``'s allocation interval at ``t`` if what it holds changed, and open the new one."""
+        now = j.allocation()
+        if now == j.alloc:
+            return
+        if j.alloc is not None and t > j.alloc_since:
+            self.allocations.append((j.spec.id, j.alloc_since, t, *j.alloc))
+        j.alloc, j.alloc_since = now, t
 
     def count(self, name: str, by: int = 1) -> None:
         self.counters[name] += by

@@ -5,7 +5,8 @@
 step can change anything (nothing to admit, no loan wanted, every elastic job's top option is the one it holds,
 placements of unchanged jobs are kept). Also quiet, for policies whose :meth:`~.policies.base.Policy.skips_kept_sizes`
 holds (greedy allocation, elastic, no packing, no two-queue preemption): nothing queued, no reclaim, and every
-elastic job held at the strict best size of its value row (:class:`SizesKept`). Exact, not an approximation:
+elastic job held at the strict best size of its value row (:class:`SizesKept`; not for jobs of the Pollux
+model, whose rates change with the epoch). Exact, not an approximation:
 tests compare against runs that call ``decide`` every round.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ def is_quiet(sim) -> bool:
             at_top = False
     if at_top:
         return True
-    return pol.skips_kept_sizes() and sim.kept.holds(sim)
+    return pol.skips_kept_sizes() and not sim.modelled and sim.kept.holds(sim)
 
 
 class SizesKept:

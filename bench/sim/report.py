@@ -4,7 +4,8 @@
 (JCT and queuing time mean/p50/p95/p99, usage of each cluster, preemptions, scaling and reclaim events);
 :func:`combine` averages runs over seeds (mean, and the spread as the standard deviation); :func:`write_outputs`
 writes ``summary.json`` (bytes reproducible for the same inputs and seeds), ``timings.json`` (decide times, which
-are not), ``jobs-POLICY.csv`` and, with matplotlib installed, ``jct_cdf.png`` and ``timeline.png``;
+are not), ``jobs-POLICY.csv``, ``segments-POLICY.csv`` (every interval of constant allocation),
+``rounds-POLICY.csv`` (every round) and, with matplotlib installed, ``jct_cdf.png`` and ``timeline.png``;
 :func:`markdown_table` is the stdout table with ratios to the baseline.
 """
 from __future__ import annotations
@@ -117,8 +118,48 @@ def combine(per_seed: list[dict]) -> dict:
     return out
 
 
-def summary_bytes(summaries: dict[str, dict], meta: dict) -> bytes:
-    return (json.dumps({"meta": meta, "policies": summaries}, indent=2, sort_keys=True) + "\n").encode()
+BASES = ("baseline", "baseline-sjf")
+
+
+def interval(values: list[float]) -> dict:
+    """Mean and 95% confidence interval (Student's t over the runs) of ``values``; the interval is None for a
+    single value."""
+    a = np.asarray(values, dtype=np.float64)
+    out = {"mean": _r(a.mean()), "ci95": None, "n": int(a.size)}
+    if a.size >= 2:
+        from scipy.stats import t as student
+
+        half = float(student.ppf(0.975, a.size - 1) * a.std(ddof=1) / math.sqrt(a.size))
+        out["ci95"] = [_r(a.mean() - half), _r(a.mean() + half)]
+    return out
+
+
+def ratios(runs: dict[str, list[dict]]) -> dict:
+    """``{"vs_BASE": {policy: {"jct_mean": ..., "queue_mean": ...}}}`` for each of ``baseline`` and
+    ``baseline-sjf`` that the comparison holds: the base's mean over the policy's, per run (seed and slice:
+    the runs of every policy line up), then :func:`interval` over the runs. A run where the policy's mean is 0 (or
+    missing) gives no ratio (an infinite one); ``n`` counts the runs that gave one."""
+    out = {}
+    for base in BASES:
+        if base not in runs:
+            continue
+        per = {}
+        for name, rs in runs.items():
+            row = {}
+            for metric in ("jct", "queue"):
+                vals = [b[metric]["mean"] / r[metric]["mean"] for b, r in zip(runs[base], rs, strict=True)
+                        if b[metric]["mean"] is not None and r[metric]["mean"]]
+                row[f"{metric}_mean"] = interval(vals) if vals else {"mean": None, "ci95": None, "n": 0}
+            per[name] = row
+        out[f"vs_{base}"] = per
+    return out
+
+
+def summary_bytes(summaries: dict[str, dict], meta: dict, ratios: dict | None = None) -> bytes:
+    body = {"meta": meta, "policies": summaries}
+    if ratios:
+        body["ratios"] = ratios
+    return (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
 
 
 def jobs_csv(result) -> bytes:
@@ -129,6 +170,35 @@ def jobs_csv(result) -> bytes:
     w.writerow(cols)
     for r in result.jobs:
         w.writerow(["" if r[c] is None else (repr(_r(r[c])) if isinstance(r[c], float) else r[c]) for c in cols])
+    return buf.getvalue().encode()
+
+
+def _num(x) -> str:
+    return repr(_r(x)) if isinstance(x, float) else str(x)
+
+
+def segments_csv(result) -> bytes:
+    """One row per job and interval of constant allocation: ``job,start,end,workers,gpus_per_worker,placement,
+    packed_on``; ``placement`` is ``server:GPUs;...`` sorted by server id (a packing guest: the host's GPUs it
+    shares), ``packed_on`` the host job of a guest, else empty. Rows in the order the intervals closed."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["job", "start", "end", "workers", "gpus_per_worker", "placement", "packed_on"])
+    for jid, a, b, workers, placement, host in result.allocations:
+        w.writerow([jid, _num(float(a)), _num(float(b)), workers, 1, ";".join(f"{s}:{n}" for s, n in placement),
+                    host or ""])
+    return buf.getvalue().encode()
+
+
+def rounds_csv(result) -> bytes:
+    """One row per round (skipped quiet rounds too): ``time,queued,running,training_gpus_used,
+    loaned_gpus_used,serving_servers,idle_servers``."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["time", "queued", "running", "training_gpus_used", "loaned_gpus_used", "serving_servers",
+                "idle_servers"])
+    for row in result.rounds:
+        w.writerow([_num(float(row[0])), *row[1:]])
     return buf.getvalue().encode()
 
 
@@ -147,17 +217,18 @@ def _savefig(fig, path: Path) -> None:
 
 
 def write_outputs(out: Path, summaries: dict[str, dict], timings: dict[str, list[dict]], results: dict,
-                  config, meta: dict) -> list[Path]:
+                  config, meta: dict, ratios: dict | None = None) -> list[Path]:
     """Write the files of ``--out``; returns the paths written. ``results``: one SimResult per policy (the
     first seed's), for the job CSVs and the plots."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, res in results.items():
-        p = out / f"jobs-{name}.csv"
-        _write(p, jobs_csv(res))
-        written.append(p)
+        for kind, data in (("jobs", jobs_csv(res)), ("segments", segments_csv(res)), ("rounds", rounds_csv(res))):
+            p = out / f"{kind}-{name}.csv"
+            _write(p, data)
+            written.append(p)
     p = out / "summary.json"
-    _write(p, summary_bytes(summaries, meta))
+    _write(p, summary_bytes(summaries, meta, ratios))
     written.append(p)
     p = out / "timings.json"
     _write(p, (json.dumps({"decide_ms": timings}, indent=2, sort_keys=True) + "\n").encode())
@@ -231,12 +302,25 @@ def _fmt(x, scale=1.0, digits=0) -> str:
     return "-" if x is None else f"{x / scale:,.{digits}f}"
 
 
+def _ci(r: dict | None) -> str:
+    if r is None or r["mean"] is None:
+        return "-"
+    if r["ci95"] is None:
+        return f"{r['mean']:.2f}x"
+    return f"{r['mean']:.2f}x [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
+
+
 def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | None = None,
-                   baseline: str = "baseline") -> str:
+                   baseline: str = "baseline", ratios: dict | None = None) -> str:
     """One row per policy: JCT and queuing (hours) with the baseline's value divided by the policy's (higher
-    is better), usage of each cluster and in all, its change from the baseline, events and decide time."""
+    is better), usage of each cluster and in all, its change from the baseline, events and decide time. With
+    ``ratios`` (:func:`ratios`), the JCT and queue ratios against ``baseline`` and ``baseline-sjf`` are the
+    mean over runs with its 95% interval when there are several runs."""
     base = summaries.get(baseline)
-    head = ("| policy | mean JCT (h) | JCT vs baseline | mean queue (h) | queue vs baseline | p99 JCT (h) | "
+    vs = [b for b in BASES if ratios and f"vs_{b}" in ratios]
+    extra = "".join(f"JCT vs {b} | queue vs {b} | " for b in vs)
+    head = ("| policy | mean JCT (h) | " + (extra if vs else "JCT vs baseline | ") + "mean queue (h) | "
+            + ("" if vs else "queue vs baseline | ") + "p99 JCT (h) | "
             "usage training* | usage inference* | usage total* | usage vs baseline | preemptions | scalings | "
             "reclaims | packed** | decide p50/p99 (ms) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -252,6 +336,16 @@ def markdown_table(summaries: dict[str, dict], timings: dict[str, list[dict]] | 
             p50 = np.mean([x["p50"] for x in t if x["p50"] is not None] or [math.nan])
             p99 = np.mean([x["p99"] for x in t if x["p99"] is not None] or [math.nan])
             tm = f"{p50:.1f} / {p99:.1f}"
+        if vs:
+            rat = "".join(f"{_ci(ratios[f'vs_{b}'][name]['jct_mean'])} | "
+                          f"{_ci(ratios[f'vs_{b}'][name]['queue_mean'])} | " for b in vs)
+            lines.append(
+                f"| {name} | {_fmt(s['jct']['mean'], 3600, 2)} | {rat}{_fmt(s['queue']['mean'], 3600, 2)} | "
+                f"{_fmt(s['jct']['p99'], 3600, 1)} | {_fmt(u['training'], 0.01, 1)}% | "
+                f"{_fmt(u['inference'], 0.01, 1)}% | {_fmt(u['total'], 0.01, 1)}% | {du} | "
+                f"{_fmt(s['preemptions'])} | {_fmt(s['scaling_events'])} | {_fmt(s['reclaim_events'])} | "
+                f"{_fmt(s.get('packed'))} | {tm} |")
+            continue
         lines.append(
             f"| {name} | {_fmt(s['jct']['mean'], 3600, 2)} | {_ratio(bj, s['jct']['mean'])} | "
             f"{_fmt(s['queue']['mean'], 3600, 2)} | {_ratio(bq, s['queue']['mean'])} | "

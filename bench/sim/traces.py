@@ -11,6 +11,9 @@ elastic range, penalties) is :func:`map_jobs`, seeded and documented:
 - elastic with probability ``elastic_share`` (default 0.5, from a second seeded hash): ``min = ceil(g / 2)``,
   ``max = min(2 g, 64)`` (never below ``g``); otherwise ``min = max = g``;
 - restart penalty 30 s, preemption penalty 300 s;
+- a Pollux workload row (:func:`load_pollux_workload`) is sized by the artifact's job model (:mod:`.pollux`):
+  its work is the statistical progress to its model's ``max_epochs`` at its batch size, it is elastic in
+  ``1..batch / smallest local batch`` (ncf: 1) and its requested size is the row's ``num_replicas``;
 - packing profile (used only by policies with packing, e.g. ``lyra-pack``): ``gpu_util`` and ``gpu_mem_gb`` by
   application from :data:`PACKING_PROFILES`, ``app`` = the application name.
 
@@ -33,10 +36,13 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import math
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from lyra_solver.errors import InputError
 from lyra_solver.throughput import rate_one
@@ -45,11 +51,6 @@ from lyra_solver.types import PROFILE_MODELS, ProfileThroughput
 PHILLY_FIELDS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 POLLUX_FIELDS = ("name", "time", "application", "num_replicas", "batch_size")
 ALIBABA_QPS_FIELDS = ("timestamp_anon", "value")
-
-# GPU-hours of a Pollux workload job by application (the workloads give arrival, application and size but no
-# duration). Pollux draws jobs into size classes of 0-1, 1-10, 10-100 and 100-1000 GPU-hours by application;
-# each application gets the geometric middle of its class. An assumption of this simulator, overridable.
-POLLUX_GPU_HOURS = {"cifar10": 0.3, "ncf": 0.3, "deepspeech2": 3.0, "yolov3": 3.0, "bert": 3.0, "imagenet": 30.0}
 
 # (gpu_util, gpu_mem_gb) of each application when it shares GPUs: see the module docstring for the source.
 PACKING_PROFILES: dict[str, tuple[float, float]] = {
@@ -67,6 +68,8 @@ class TraceJob:
     duration: float
     key: str  # the row's text: the seed of its application and elasticity
     app: str | None = None  # given by the trace (Pollux) or None (drawn by map_jobs)
+    batch_size: int = 0  # the Pollux workload's global batch size (0: a Philly row)
+    root: str = ""  # the Pollux data folder whose measurements size the job (Pollux rows only)
 
 
 @dataclass(frozen=True)
@@ -86,15 +89,26 @@ class SimJobSpec:
     preemption_penalty: float
     gpu_util: float = 1.0  # packing profile (policies with packing only)
     gpu_mem_gb: float = 0.0
+    batch_size: int = 0  # the Pollux workload row's global batch size (0: not a Pollux job)
+    model: Any = None  # the Pollux artifact's job model (.pollux.PolluxJob) of a Pollux workload row, else None
 
 
 @dataclass(frozen=True)
 class LoadCurve:
-    """``L(t)`` in [0, 1]: step values at ``times`` (seconds from 0), repeated with ``period``."""
+    """Step values at ``times`` (seconds from 0), repeated with ``period``: ``L(t)`` in [0, 1], the share of the
+    inference servers that serve (``peak`` mode), or with ``absolute`` the number of servers the load needs
+    (the load divided by what one server serves)."""
 
     times: tuple[float, ...]
     values: tuple[float, ...]
     period: float
+    absolute: bool = False
+
+    def servers(self, t: float, n: int) -> int:
+        """Inference servers (of ``n``) the load needs at ``t``: ``ceil(L(t) n)``, or ``ceil(value)`` in the
+        absolute mode, at most ``n``."""
+        v = self.at(t)
+        return min(n, math.ceil((v if self.absolute else v * n) - 1e-9))
 
     def at(self, t: float) -> float:
         import bisect
@@ -104,62 +118,90 @@ class LoadCurve:
         return self.values[max(i, 0)]
 
 
-def _open_rows(path: str | Path, fields: tuple[str, ...]):
+#: Longest trace duration accepted (seconds, about 3 years; Philly's longest job ran 4.6e6 s): with
+#: :data:`~lyra_solver.bench.sim.engine.MAX_EVENTS` it bounds the rounds of a replay.
+MAX_DURATION = 1e8
+
+#: A number as the CSV files write it: ASCII digits, an optional sign, point and exponent (``1_000``, ``١٢``,
+#: ``nan`` and ``inf`` are refused, though Python's ``float`` would take them).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_INTEGER = re.compile(r"[+-]?\d+", re.ASCII)
+
+
+def _read_text(path: str | Path, what: str) -> tuple[str, str]:
+    """(name, text) of a CSV file or of standard input (``-``), at most :data:`lyra_solver.io.MAX_INPUT_BYTES`;
+    a byte-order mark is dropped. ``what`` ("trace", "load") names the input in errors."""
+    from lyra_solver.io import read_bytes
+
     path = str(path)
+    name = "<stdin>" if path == "-" else path
     try:
-        fh = open(path, newline="", encoding="utf-8")  # noqa: SIM115 - closed by the caller's with
-    except OSError as err:
-        raise InputError("$", f"cannot read trace: {err.strerror}", path) from None
-    reader = csv.reader(fh)
+        data = read_bytes(path)
+    except InputError as err:
+        raise InputError(err.path, err.problem.replace("cannot read", f"cannot read the {what}", 1), name) from None
+    try:
+        return name, data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[:err.start].count(b"\n") + 1
+        raise InputError(f"line {line}", f"not UTF-8 text ({what} file): {err.reason}", name) from None
+
+
+def _open_rows(path: str | Path, fields: tuple[str, ...], what: str = "trace", text: str | None = None):
+    """(name, reader, column index by name, width) of a CSV whose header has ``fields``; ``text`` when read."""
+    name, text = (str(path), text) if text is not None else _read_text(path, what)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
     except StopIteration:
-        fh.close()
-        raise InputError("line 1", "empty file: no header", path) from None
-    except (csv.Error, UnicodeDecodeError) as err:
-        fh.close()
-        raise InputError("line 1", f"not CSV: {err}", path) from None
+        raise InputError("line 1", f"empty {what} file: no header", name) from None
+    except csv.Error as err:
+        raise InputError("line 1", f"not CSV: {err}", name) from None
+    seen: set[str] = set()
+    for col in header:
+        if col in seen:
+            raise InputError("line 1", f"column {col!r} appears twice in the header", name)
+        seen.add(col)
     missing = [f for f in fields if f not in header]
     if missing:
-        fh.close()
-        raise InputError("line 1", f"header lacks column {missing[0]!r} (expected {', '.join(fields)})", path)
-    return fh, reader, {f: header.index(f) for f in header}, len(header)
+        raise InputError("line 1", f"header lacks column {missing[0]!r} (expected {', '.join(fields)})", name)
+    return name, reader, {f: header.index(f) for f in header}, len(header)
 
 
-def _rows(path, fields):
-    fh, reader, col, width = _open_rows(path, fields)
-    with fh:
-        try:
-            for row in reader:
-                line = reader.line_num
-                if not row:
-                    continue
-                if len(row) != width:
-                    raise InputError(f"line {line}", f"{len(row)} fields, expected {width} (truncated or "
-                                     "malformed row)", str(path))
-                yield line, row, col
-        except (csv.Error, UnicodeDecodeError) as err:
-            raise InputError(f"line {reader.line_num}", f"not CSV: {err}", str(path)) from None
-
-
-def _num(text: str, path, line: int, field: str, *, integer: bool = False, positive: bool = False) -> float:
+def _rows(path, fields, what: str = "trace", text: str | None = None):
+    name, reader, col, width = _open_rows(path, fields, what, text)
     try:
-        x = int(text) if integer else float(text)
-    except ValueError:
-        raise InputError(f"line {line}", f"{field}: not a{'n integer' if integer else ' number'}: {text!r}",
-                         str(path)) from None
-    if not math.isfinite(x) or x < 0 or (positive and x <= 0):
+        for row in reader:
+            line = reader.line_num
+            if not row:
+                continue
+            if len(row) != width:
+                raise InputError(f"line {line}", f"{len(row)} fields, expected {width} (truncated or "
+                                 "malformed row)", name)
+            yield line, row, col, name
+    except csv.Error as err:
+        raise InputError(f"line {reader.line_num}", f"not CSV: {err}", name) from None
+
+
+def _num(text: str, path, line: int, field: str, *, integer: bool = False, positive: bool = False,
+         most: float = math.inf) -> float:
+    ok = (_INTEGER if integer else _NUMBER).fullmatch(text.strip())
+    x = (int(text) if integer else float(text)) if ok else math.nan
+    if not ok:
+        raise InputError(f"line {line}", f"{field}: not a{'n integer' if integer else ' number'} (ASCII digits "
+                         f"only): {text!r}", str(path))
+    if (not integer and not math.isfinite(x)) or x < 0 or (positive and x <= 0):  # an int may pass a double
         raise InputError(f"line {line}", f"{field}: must be {'positive' if positive else 'non-negative'}, "
                          f"got {text!r}", str(path))
+    if x > most:
+        raise InputError(f"line {line}", f"{field}: must be at most {most:g}, got {text!r}", str(path))
     return x
 
 
-#: Most GPUs one trace row may ask for (Philly's largest job asks for 128).
-MAX_JOB_GPUS = 1_000_000
-
-
 def _when(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    """A date and time of the trace or of ``--start``/``--end``: UTC unless it carries an offset
+    (``+05:00``), which is honoured."""
+    when = datetime.fromisoformat(text)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def load_philly(path: str | Path, *, start: str | None = None, end: str | None = None,
@@ -183,20 +225,17 @@ def load_philly(path: str | Path, *, start: str | None = None, end: str | None =
         Submit times in seconds from the first kept job's arrival. Sorted by (timestamp, line). Running time
         O(n log n).
     """
-    t0 = _when(start) if start else None
-    t1 = _when(end) if end else None
+    t0 = _bound(start, "--start")
+    t1 = _bound(end, "--end")
     out = []
-    for line, row, col in _rows(path, PHILLY_FIELDS):
+    for line, row, col, name in _rows(path, PHILLY_FIELDS):
         try:
             when = _when(row[col["timestamp"]])
         except ValueError:
             raise InputError(f"line {line}", f"timestamp: not a date and time: {row[col['timestamp']]!r}",
-                             str(path)) from None
-        duration = _num(row[col["duration"]], path, line, "duration", positive=True)
-        gpus = int(_num(row[col["num_gpus"]], path, line, "num_gpus", integer=True, positive=True))
-        if gpus > MAX_JOB_GPUS:  # named by its line here, not later as a snapshot field of the engine
-            raise InputError(f"line {line}", f"num_gpus: at most {MAX_JOB_GPUS:,} GPUs per job, got {gpus:,}",
-                             str(path))
+                             name) from None
+        duration = _num(row[col["duration"]], name, line, "duration", positive=True, most=MAX_DURATION)
+        gpus = int(_num(row[col["num_gpus"]], name, line, "num_gpus", integer=True, positive=True, most=2**31 - 1))
         if cluster is not None and row[col["cluster"]] != cluster:
             continue
         if (t0 is not None and when < t0) or (t1 is not None and when >= t1):
@@ -211,54 +250,101 @@ def load_philly(path: str | Path, *, start: str | None = None, end: str | None =
     return [TraceJob(line=ln, submit=ts - base, gpus=g, duration=d, key=k) for ts, ln, g, d, k in out]
 
 
-def load_pollux_workload(path: str | Path, *, gpu_hours: dict[str, float] | None = None) -> list[TraceJob]:
+def _bound(text: str | None, flag: str) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return _when(text)
+    except ValueError:
+        raise InputError(flag, f"not an ISO date and time: {text!r}") from None
+
+
+def load_pollux_workload(path: str | Path, *, root: str | Path | None = None) -> list[TraceJob]:
     """A Pollux workload (``name,time,application,num_replicas,batch_size``): 160 jobs for 16 nodes x 4 GPUs.
 
-    The workloads give no duration: a job runs ``gpu_hours[app] * 3600 / num_replicas`` seconds at its
-    requested size (:data:`POLLUX_GPU_HOURS` by default, an assumption stated in the README).
+    Each row is sized by the Pollux artifact's job model (:mod:`.pollux`): it trains to its application's
+    ``max_epochs`` at the row's ``batch_size``, with the measurements under ``root`` (default: the folder above
+    the workload's, i.e. ``shared/data/pollux``). A row the model cannot size (an unknown application, a batch
+    size outside the application's validated range) is an :class:`InputError` naming the file and line.
     """
-    hours = {**POLLUX_GPU_HOURS, **(gpu_hours or {})}
+    from .pollux import app as pollux_app
+
+    root = Path(path).resolve().parent.parent if root is None else Path(root)
     out = []
-    for line, row, col in _rows(path, POLLUX_FIELDS):
+    for line, row, col, name in _rows(path, POLLUX_FIELDS):
         app = row[col["application"]]
         if app not in PROFILE_MODELS:
             raise InputError(f"line {line}", f"application: unknown {app!r} (expected one of "
-                             f"{', '.join(PROFILE_MODELS)})", str(path))
-        t = _num(row[col["time"]], path, line, "time")
-        g = int(_num(row[col["num_replicas"]], path, line, "num_replicas", integer=True, positive=True))
-        out.append(TraceJob(line=line, submit=t, gpus=g, duration=hours[app] * 3600.0 / g, key=",".join(row),
-                            app=app))
+                             f"{', '.join(PROFILE_MODELS)})", name)
+        t = _num(row[col["time"]], name, line, "time")
+        g = int(_num(row[col["num_replicas"]], name, line, "num_replicas", integer=True, positive=True,
+                     most=2**31 - 1))
+        b = int(_num(row[col["batch_size"]], name, line, "batch_size", integer=True, positive=True, most=2**31 - 1))
+        data = pollux_app(app, str(root))
+        if not data.init_bsz <= b <= data.max_bsz:
+            raise InputError(f"line {line}", f"batch_size: {b} is outside {app}'s validated range "
+                             f"{data.init_bsz}..{data.max_bsz}", name)
+        if g * data.min_local > b:
+            raise InputError(f"line {line}", f"num_replicas: {g} replicas at batch size {b} is below {app}'s "
+                             f"smallest measured local batch {data.min_local}", name)
+        out.append(TraceJob(line=line, submit=t, gpus=g, duration=0.0, key=",".join(row), app=app, batch_size=b,
+                            root=str(root)))
     return sorted(out, key=lambda j: (j.submit, j.line))
 
 
-def load_load_curve(path: str | Path, *, window: float = 300.0) -> LoadCurve:
-    """The inference load ``L(t)`` in [0, 1] from the Alibaba GenAI QPS file or a plain ``time,value`` CSV.
+def load_load_curve(path: str | Path, *, window: float = 300.0, mode: str = "peak",
+                    per_server: float | None = None) -> LoadCurve:
+    """The inference load from the Alibaba GenAI QPS file or a plain ``time,value`` CSV.
 
     Alibaba (``timestamp_anon,value,...``): ``value`` summed over containers per ``window`` seconds. Plain:
-    one value per time (seconds). Either way the values are divided by their peak, times start at 0 and the
-    curve repeats with period ``last time + window`` (Alibaba) or ``last time`` plus the median step (plain).
+    one value per time (seconds). Times start at 0 and the curve repeats with period ``last time + window``
+    (Alibaba) or ``last time`` plus the median step (plain). ``mode="peak"`` (the default): the values are
+    divided by their peak, so ``L(t)`` in [0, 1] is the share of the inference servers that serve (a constant
+    load serves every server, whatever its level). ``mode="absolute"``: the values are divided by ``per_server``,
+    the load one server serves, giving the servers needed (capped at the cluster's size when used).
+    ``path`` ``-`` reads standard input.
+
+    Memory and running time follow the file's size, not its span: the Alibaba windows are kept only where the
+    file has data (a window without data is load 0, one point where such a stretch begins), so three rows
+    spanning 1e15 s make four points. O(rows log rows).
     """
-    fh, reader, col, _ = _open_rows(path, ("value",))
-    fh.close()
+    if mode not in ("peak", "absolute"):
+        raise ValueError(f"mode must be 'peak' or 'absolute', got {mode!r}")
+    if mode == "absolute" and not (per_server is not None and 0 < per_server < math.inf):
+        raise ValueError("mode='absolute' needs a positive finite per_server")
+    if not (math.isfinite(window) and window > 0):
+        raise InputError("--load-window", f"must be a positive finite number of seconds, got {window!r}")
+    name, text = _read_text(path, "load")
+    _, _, col, _ = _open_rows(name, ("value",), "load", text)
     alibaba = "timestamp_anon" in col
     tcol = "timestamp_anon" if alibaba else "time"
     if tcol not in col:
-        raise InputError("line 1", "header needs a 'time' column (or the Alibaba 'timestamp_anon')", str(path))
+        raise InputError("line 1", "header needs a 'time' column (or the Alibaba 'timestamp_anon')", name)
     pts = []
-    for line, row, c in _rows(path, (tcol, "value")):
-        pts.append((_num(row[c[tcol]], path, line, tcol), _num(row[c["value"]], path, line, "value")))
+    for line, row, c, _ in _rows(name, (tcol, "value"), "load", text):
+        pts.append((_num(row[c[tcol]], name, line, tcol), _num(row[c["value"]], name, line, "value")))
     if not pts:
-        raise InputError("line 2", "no data rows", str(path))
+        raise InputError("line 2", "no data rows", name)
     if alibaba:
         first = min(t for t, _ in pts)
         sums: dict[int, float] = {}
         for t, v in pts:
             k = int((t - first) // window)
             sums[k] = sums.get(k, 0.0) + v
-        n = max(sums) + 1
-        times = [k * window for k in range(n)]
-        values = [sums.get(k, 0.0) for k in range(n)]
-        period = n * window
+        times, values = [], []
+        for k in sorted(sums):
+            if times and times[-1] == k * window:  # the load-0 point of the window before: replaced
+                times.pop()
+                values.pop()
+            times.append(k * window)
+            values.append(sums[k])
+            if k + 1 not in sums:
+                times.append((k + 1) * window)
+                values.append(0.0)
+        period = (max(sums) + 1) * window
+        if times[-1] >= period:  # the last window's load-0 point is the next period's start
+            times.pop()
+            values.pop()
     else:
         pts.sort()
         first = pts[0][0]
@@ -267,9 +353,31 @@ def load_load_curve(path: str | Path, *, window: float = 300.0) -> LoadCurve:
         steps = sorted(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
         period = times[-1] + (steps[len(steps) // 2] if steps else window)
     peak = max(values)
+    if not math.isfinite(peak) or not math.isfinite(period):
+        raise InputError("value", "the load's sums or span overflow a double", name)
+    if mode == "absolute":
+        needed = tuple(v / per_server for v in values)
+        if not all(math.isfinite(v) for v in needed):
+            raise InputError("value", f"the load over --load-per-server {per_server:g} overflows a double", name)
+        return LoadCurve(tuple(times), needed, float(period), absolute=True)
     if peak <= 0:
-        raise InputError("value", "the load is zero everywhere", str(path))
+        raise InputError("value", "the load is zero everywhere", name)
     return LoadCurve(tuple(times), tuple(v / peak for v in values), float(period))
+
+
+def merge_close(curve: LoadCurve, interval: float) -> LoadCurve:
+    """``curve`` with its points closer than ``interval`` merged: one point per ``interval`` of the period (the
+    first point's time, the largest load of those merged: inference is served its peak), so that a replay
+    makes at most ``period / interval + 1`` load changes per period whatever the file. A period shorter than
+    ``interval`` is raised to it. O(points)."""
+    times, values = [], []
+    for t, v in zip(curve.times, curve.values, strict=True):
+        if times and t - times[-1] < interval:
+            values[-1] = max(values[-1], v)
+        else:
+            times.append(t)
+            values.append(v)
+    return LoadCurve(tuple(times), tuple(values), max(curve.period, interval), absolute=curve.absolute)
 
 
 def _unit(seed: int, salt: str, key: str, line: int) -> float:
@@ -295,13 +403,26 @@ def map_jobs(trace: list[TraceJob], *, seed: int = 0, elastic_share: float = 0.5
     for i, tj in enumerate(trace):
         app = tj.app or apps[int(_unit(seed, "app", tj.key, tj.line) * len(apps))]
         g = tj.gpus
-        work = tj.duration * rate_one(ProfileThroughput(model=app), g, server_gpus=server_gpus)
-        if _unit(seed, "elastic", tj.key, tj.line) < elastic_share:
-            lo, hi = math.ceil(g / 2), max(g, min(2 * g, max_elastic))
+        model = None
+        if tj.batch_size:  # a Pollux row: the artifact's job model, elastic at its fixed batch size
+            from .pollux import PolluxJob, compact
+
+            model = PolluxJob(app, tj.batch_size, tj.root)
+            work = model.work
+            duration = sum((model.boundary(e + 1) - model.boundary(e)) / model.rate(compact(g, server_gpus), e)
+                           for e in range(model.epochs()))
+            lo, hi = 1, max(g, min(tj.batch_size // model.data.min_local, max_elastic))
+            if app == "ncf":  # as the artifact: ncf runs on one replica
+                hi = max(g, 1)
         else:
-            lo = hi = g
-        out.append(SimJobSpec(id=f"j{i}", line=tj.line, submit=tj.submit, gpus=g, duration=tj.duration, app=app,
+            duration = tj.duration
+            work = tj.duration * rate_one(ProfileThroughput(model=app), g, server_gpus=server_gpus)
+            if _unit(seed, "elastic", tj.key, tj.line) < elastic_share:
+                lo, hi = math.ceil(g / 2), max(g, min(2 * g, max_elastic))
+            else:
+                lo = hi = g
+        out.append(SimJobSpec(id=f"j{i}", line=tj.line, submit=tj.submit, gpus=g, duration=duration, app=app,
                               work=work, min_workers=lo, max_workers=hi, restart_penalty=restart_penalty,
                               preemption_penalty=preemption_penalty, gpu_util=profiles[app][0],
-                              gpu_mem_gb=profiles[app][1]))
+                              gpu_mem_gb=profiles[app][1], batch_size=tj.batch_size, model=model))
     return out

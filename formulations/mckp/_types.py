@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from lyra_solver.formulations._result import SolveResult, Status, relative_gap
 
-__all__ = ["MCKPProblem", "MCKPResult", "infeasible_result", "make_result"]
+__all__ = ["FLOAT_SOLVER_MAX_VALUE_SUM", "MCKPProblem", "MCKPResult", "check_float_solver_values", "exact_sum",
+           "infeasible_result", "make_result"]
 
 def _readonly(arr: np.ndarray) -> np.ndarray:
     arr.setflags(write=False)
@@ -40,6 +41,8 @@ def _as_capacity(capacity: Any) -> int:
 def _as_int_weights(arr: np.ndarray, name: str) -> np.ndarray:
     """Convert to int64, refusing non-integral or non-finite entries."""
     if arr.dtype.kind in "iu":
+        if arr.size and arr.max() > 2**62:
+            raise ValueError(f"{name}: entries too large for int64")
         return arr.astype(np.int64, copy=True)
     if arr.dtype.kind == "b":
         raise ValueError(f"{name}: expected integers, got booleans")
@@ -52,6 +55,36 @@ def _as_int_weights(arr: np.ndarray, name: str) -> np.ndarray:
     if f.size and np.max(np.abs(f)) > 2.0**62:
         raise ValueError(f"{name}: entries too large for int64")
     return f.astype(np.int64)
+
+
+def exact_sum(arr: np.ndarray) -> int:
+    """The exact integer sum of non-negative int64 entries of at most ``2**62`` each (fewer than ``2**32`` of them).
+
+    Each entry is split at bit 31 and the two halves summed in int64, neither of which can overflow; a float sum
+    would round (``2**62 - 1`` of weights summed to ``2**62``). O(n)."""
+    a = np.asarray(arr, dtype=np.int64).reshape(-1)
+    return (int((a >> 31).sum()) << 31) + int((a & (2**31 - 1)).sum())
+
+
+#: Largest sum of per-class largest absolute values that the floating-point solvers (HiGHS, CBC) are given: their
+#: tolerances and "infinite" costs are absolute (HiGHS treats a cost of 1e20 as infinite), and beyond about 5e14
+#: they answered "no solution" on feasible instances; 1e12 keeps two orders of margin.
+FLOAT_SOLVER_MAX_VALUE_SUM = 1e12
+
+
+def check_float_solver_values(problem: MCKPProblem, method: str) -> None:
+    """Refuse (``ValueError``) values a floating-point MIP solver cannot represent: per-class largest absolute
+    values adding up beyond :data:`FLOAT_SOLVER_MAX_VALUE_SUM`. O(n m)."""
+    if problem.n_classes == 0:
+        return
+    top = np.where(problem.valid_mask(), np.abs(problem.values), 0.0).max(axis=1)
+    with np.errstate(over="ignore"):
+        total = float(top.sum())
+    if not total <= FLOAT_SOLVER_MAX_VALUE_SUM:
+        raise ValueError(f"values: the largest absolute values of the classes add up to {total:.3g}, beyond "
+                         f"{FLOAT_SOLVER_MAX_VALUE_SUM:g}, which method {method!r} (floating point, absolute "
+                         "tolerances) cannot solve reliably; scale the values down or use method 'core', 'cpsat' "
+                         "or 'dp'")
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,7 +171,7 @@ class MCKPProblem:
         if np.any(w < 0):
             i, k = (int(t[0]) for t in np.nonzero(w < 0))
             raise ValueError(f"weights[{i}][{k}]: must be >= 0, got {int(w[i, k])}")
-        if n and float(w.max(axis=1).astype(np.float64).sum()) >= 2.0**62:
+        if n and exact_sum(w.max(axis=1)) >= 2**62:
             raise ValueError("weights: the heaviest items add up to 2**62 or more (int64 sums overflow)")
         if cap >= 2**62:
             # any capacity this large is non-binding (the total weight is below 2**62): keep int64 arithmetic

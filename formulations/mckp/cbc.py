@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 from lyra_solver.formulations._cbc import run_cbc
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, check_float_solver_values, make_result
 
 __all__ = ["parse_cbc_bound", "solve_cbc"]
 
@@ -79,6 +79,12 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
     threads : int
         CBC threads.
 
+    Raises
+    ------
+    ValueError
+        Values beyond :data:`~lyra_solver.formulations.mckp._types.FLOAT_SOLVER_MAX_VALUE_SUM` (the solver's
+        absolute tolerances cannot hold them: it would answer "no solution" on a feasible instance).
+
     Returns
     -------
     MCKPResult
@@ -91,6 +97,7 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
     import pulp
 
     start = time.perf_counter()
+    check_float_solver_values(problem, "cbc")
     n = problem.n_classes
     deadline = None if time_limit is None else start + float(time_limit)
 

@@ -20,10 +20,13 @@ import time
 
 import numpy as np
 from lyra_solver.formulations._forked import run_bounded
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, exact_sum, make_result
 
 #: Seconds CP-SAT may run past the time limit (under a limit) before its process is killed.
 KILL_GRACE = 0.25
+
+#: CP-SAT validates a linear constraint by the sum of its coefficients' magnitudes: 2**62 or more is an invalid model.
+CPSAT_MAX_WEIGHT_SUM = 2**62
 
 __all__ = ["scale_values", "solve_cpsat"]
 
@@ -84,6 +87,12 @@ def solve_cpsat(problem: MCKPProblem, *, time_limit: float | None = None, num_wo
     MCKPResult
         ``method="cpsat"``; ``backend_status`` is CP-SAT's status name.
 
+    Raises
+    ------
+    ValueError
+        When all items' weights together reach ``2**62``: CP-SAT refuses such a constraint as an invalid model
+        (its sums must stay within ``2**62 - 1``), which would read as "no solution" on a feasible instance.
+
     Notes
     -----
     Exponential in the worst case (branch and bound with clause learning and LP relaxations).
@@ -95,6 +104,9 @@ def solve_cpsat(problem: MCKPProblem, *, time_limit: float | None = None, num_wo
     valid = problem.valid_mask()
     rows, cols = np.nonzero(valid)
     w = problem.weights[rows, cols]
+    if exact_sum(w) >= CPSAT_MAX_WEIGHT_SUM:
+        raise ValueError(f"weights: all items' weights add up to {exact_sum(w)}, at least 2**62, beyond what CP-SAT's "
+                         "linear constraints hold; use method 'core'")
     q, s = scale_values(problem.values[rows, cols], n)
     deadline = None if time_limit is None else start + float(time_limit)
 

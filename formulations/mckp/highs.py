@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 from lyra_solver.formulations._forked import run_bounded
-from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
+from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, check_float_solver_values, make_result
 
 __all__ = ["solve_highs"]
 
@@ -45,6 +45,12 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
     presolve : bool, optional
         HiGHS presolve; by default on up to :data:`PRESOLVE_MAX_VARIABLES` variables, off above.
 
+    Raises
+    ------
+    ValueError
+        Values beyond :data:`~lyra_solver.formulations.mckp._types.FLOAT_SOLVER_MAX_VALUE_SUM` (the solver's
+        absolute tolerances cannot hold them: it would answer "no solution" on a feasible instance).
+
     Returns
     -------
     MCKPResult
@@ -59,6 +65,7 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
     from scipy.sparse import csr_array, vstack
 
     start = time.perf_counter()
+    check_float_solver_values(problem, "highs")
     n = problem.n_classes
     rows, cols = np.nonzero(problem.valid_mask())
     nv = rows.shape[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 from lyra_solver.bench.sim import data_dir, get_policy, load_load_curve, load_philly, load_pollux_workload, map_jobs
@@ -97,9 +98,21 @@ def test_skipping_quiet_rounds_changes_nothing(policy):
     assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
 
 
+def _kept_specs():
+    """Two elastic bert jobs (4..16 workers) on two 8-GPU servers: 8 workers on one server run faster than 16 on
+    two, so each is kept at 8 with nothing queued, round after round; a third, small job comes and goes."""
+    from dataclasses import replace
+
+    a, b = _spec("A", 0.0, "bert", 8, 20000.0, 0.8, 5.0), _spec("B", 100.0, "bert", 8, 15000.0, 0.8, 5.0)
+    c = _spec("C", 3000.0, "ncf", 2, 2000.0, 0.2, 1.0)
+    return [replace(a, min_workers=4, max_workers=16), replace(b, min_workers=4, max_workers=16),
+            replace(c, min_workers=1, max_workers=4)]
+
+
 @needs_data
-@pytest.mark.parametrize("policy", ["lyra", "elastic"])
-def test_skipping_rounds_that_keep_every_size_changes_nothing(policy, monkeypatch):
+@pytest.mark.parametrize("policy, case", [("lyra", "slice"), ("elastic", "slice"), ("elastic", "kept"),
+                                          ("lyra", "kept")])
+def test_skipping_rounds_that_keep_every_size_changes_nothing(policy, case, monkeypatch):
     """Rounds with nothing queued where elastic jobs hold sizes below their maximum that the greedy keeps
     (quiet.SizesKept) are skipped too; the run is the one that calls ``decide`` every round."""
     from lyra_solver.bench.sim.quiet import SizesKept
@@ -114,10 +127,15 @@ def test_skipping_rounds_that_keep_every_size_changes_nothing(policy, monkeypatc
         return kept[-1]
 
     monkeypatch.setattr(SizesKept, "holds", spy)
-    specs = map_jobs(_slice(60, start="2017-10-09"), seed=6)
-    a = simulate(specs, get_policy(policy), _config(training_servers=4))
-    b = simulate(specs, get_policy(policy), _config(training_servers=4, skip_quiet=False))
-    assert sum(kept) > 100 and not all(kept)
+    if case == "slice":
+        specs, cfg = map_jobs(_slice(60, start="2017-10-09"), seed=6), _config(training_servers=4)
+    else:
+        specs, cfg = _kept_specs(), _config(training_servers=2, inference_servers=0, load=None)
+    a = simulate(specs, get_policy(policy), cfg)
+    b = simulate(specs, get_policy(policy), replace(cfg, skip_quiet=False))
+    if case == "kept":  # with the fitted profile a job below its maximum is rarely at the best size of its row
+        # (rates rise with w up to the next server): the hand-built case holds many such rounds
+        assert sum(kept) > 20 and not all(kept)
     assert a.jobs == b.jobs and a.series == b.series and a.gpu_seconds == b.gpu_seconds
     assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
 
@@ -335,8 +353,9 @@ def test_pollux_workload_loads():
 
 
 def test_policies_and_packing():
-    assert set(POLICIES) == {"baseline", "baseline-sjf", "loan", "elastic", "lyra", "lyra-exact", "lyra-pack",
-                             "tiresias"}
+    assert set(POLICIES) == {"baseline", "baseline-sjf", "loan", "elastic", "lyra", "lyra-exact", "lyra-fifo",
+                             "lyra-pack", "tiresias", "optimus"}
+    assert all(name == pol.name for name, pol in POLICIES.items())
     with pytest.raises(InputError, match="unknown policy"):
         get_policy("nope")
     if packing_available():
@@ -541,3 +560,12 @@ def test_tiresias_threshold_option(tmp_path, capsys):
         assert main(["simulate", "--trace", str(PHILLY), "--policy", "tiresias", "--tiresias-starve-limit", bad]) == 2
         err = capsys.readouterr().err.strip()
         assert "--tiresias-starve-limit" in err and len(err.splitlines()) == 1, err
+
+
+def test_a_policy_takes_further_decide_options_by_name():
+    pol = get_policy("lyra", {"time_limit": 2.5})
+    assert pol.name == "lyra" and pol.options == (("time_limit", 2.5),)
+    assert pol.decide_options(1.0).time_limit == 2.5 and get_policy("lyra").decide_options(1.0).time_limit == 1.0
+    assert get_policy("lyra") == POLICIES["lyra"]  # the table's row is not changed
+    with pytest.raises(InputError, match="bad decide option"):
+        get_policy("lyra", {"no_such_option": 1})

@@ -13,8 +13,10 @@ policy                    loaning  elastic  queue  allocation  reclaim  packing 
 ``elastic``               no       yes      sjf    greedy      (none)   off      :mod:`.elastic`
 ``lyra``                  yes      yes      sjf    greedy      greedy   off      :mod:`.lyra`
 ``lyra-exact``            yes      yes      sjf    exact       exact    off      :mod:`.lyra`
+``lyra-fifo``             yes      yes      fifo   greedy      greedy   off      :mod:`.lyra_fifo`
 ``lyra-pack``             yes      yes      sjf    greedy      greedy   gimbal   :mod:`.lyra_pack`
 ``tiresias``              no       no       las*   (none)      (none)   off      :mod:`.tiresias`
+``optimus``               no       yes      fifo   greedy      (none)   off      :mod:`.optimus`
 ========================  =======  =======  =====  ==========  =======  =======  ==========================
 
 No loaning: the snapshot holds the training servers only (separate clusters). Not elastic: every job runs at
@@ -42,7 +44,9 @@ from .baseline import Baseline
 from .elastic import Elastic
 from .loan import Loan
 from .lyra import Lyra
+from .lyra_fifo import LyraFifo
 from .lyra_pack import LyraPack
+from .optimus import Optimus
 from .tiresias import Ledger, Tiresias, TwoQueueState, promote_starved, two_queue_victims
 
 __all__ = ["POLICIES", "Ledger", "Policy", "TwoQueueState", "View", "get_policy", "packing_available",
@@ -56,8 +60,10 @@ POLICIES: dict[str, Policy] = {p.name: p for p in (
     Elastic("elastic"),
     Lyra("lyra"),
     Lyra("lyra-exact", allocation="exact", reclaim="exact"),
+    LyraFifo("lyra-fifo"),
     LyraPack("lyra-pack"),
     Tiresias("tiresias"),
+    Optimus("optimus"),
 )}
 
 

@@ -38,6 +38,7 @@ class View(Protocol):
     options: Any  # the snapshot options (lyra_solver.Options)
 
     def throughput(self, app: str) -> Any: ...
+    def job_throughput(self, j: Any, lo: int, hi: int) -> Any: ...
     def packing_profile(self, spec: Any) -> Any: ...
     def count(self, name: str, value: int) -> None: ...  # set a counter the policy reports (e.g. promotions)
 
@@ -109,7 +110,7 @@ class Policy:
         sp = j.spec
         lo, hi = self.shown_range(sp)
         return Job(id=sp.id, min_workers=lo, max_workers=hi, remaining_work=max(j.remaining, 0.0),
-                   throughput=view.throughput(sp.app), submit_time=sp.submit,
+                   throughput=view.job_throughput(j, lo, hi), submit_time=sp.submit,
                    placement=None if hidden else j.placement,
                    restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
                    attained_service=j.attained if attained is None else attained,
