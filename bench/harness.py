@@ -504,27 +504,15 @@ def run_suites(names: Iterable[str], cfg: Config, *, jobs: int = 1, backend: str
     tasks: list[tuple] = []
     for s in suites:
         tasks.extend(plan(s, cfg))
-    bar = _progress_bar(len(tasks), progress)
-    try:
+    from lyra_solver.bench.progress import bar
+
+    with bar(len(tasks), "bench", "task", enabled=progress) as b:  # the command line's one progress rule
         raw = map_tasks(run_task, tasks, jobs=jobs, backend=backend, address=address,
-                        progress=None if bar is None else bar.update)
-    finally:
-        if bar is not None:
-            bar.close()
+                        progress=None if b is None else b.update)
     out: dict[str, list[dict]] = {}
     for s in suites:
         out[s.name] = annotate([r for r in raw if r["suite"] == s.name], s)
     return out
-
-
-def _progress_bar(total: int, enabled: bool):
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc="bench", unit="task", file=sys.stderr, leave=False)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -612,17 +600,30 @@ def _nonneg_int(text: str) -> int:
     return x
 
 
+#: Files ``bench --out`` writes (under ``--force``, removed from the folder before the run).
+OUTPUTS = ("results.json", "*_time.png", "*_gap_cdf.png")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from lyra_solver.cli import _Help
+
     p = _Parser(prog="lyra-solver bench",
                 description="Optimality gaps and speed of every method: markdown tables, results.json, plots.",
-                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                formatter_class=_Help, allow_abbrev=False)
     p.add_argument("suites", nargs="+", metavar="SUITE", help=f"suites: {', '.join(SUITES)} or all")
     p.add_argument("--quick", action="store_true", help="small sizes and short limits (BENCHMARKS.md --quick)")
-    p.add_argument("--out", type=Path, default=None, help="write results.json and PNG plots into this folder")
-    p.add_argument("--report", type=Path, default=None,
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="write results.json and PNG plots into this folder (new or empty, or --force)")
+    p.add_argument("--force", action="store_true",
+                   help="write into an --out folder that is not empty (the files of an earlier run there are "
+                        "removed first)")
+    p.add_argument("--report", metavar="FILE", default=None,
                    help="also write a BENCHMARKS.md-style report (plots copied beside it under docs/bench/)")
-    p.add_argument("--plots", type=Path, default=None,
-                   help="with --report: where its plots go (default docs/bench beside the report)")
+    p.add_argument("--plots", metavar="DIR", default=None,
+                   help="with --report: where its plots go (default: docs/bench beside the report)")
+    p.add_argument("--data-dir", metavar="DIR", default=None,
+                   help="folder of the data sets (philly/, alibaba/, pollux/) (default: $LYRA_SOLVER_DATA, else "
+                        "../shared/data beside the repository)")
     p.add_argument("--jobs", "-j", dest="jobs", default=None,
                    help="parallel processes (Ray: CPUs of a local Ray); with --servers, the snapshot's job count "
                         "(as in `lyra-solver generate`): then give parallelism as --processes")
@@ -643,9 +644,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="decide: one generated snapshot of this many 8-GPU servers (with --jobs M jobs)")
     p.add_argument("--gpus", type=_pos_int, default=8, help="decide: GPUs per server of --servers")
     p.add_argument("--running-share", type=float, default=0.5, help="decide: share of running jobs of --servers")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no log lines")
-    p.add_argument("-v", "--verbose", action="store_true", help="log each task")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="a progress bar on standard error even when it is not a terminal")
+    g.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bar (default: a bar when standard error is a terminal)")
+    v = p.add_mutually_exclusive_group()
+    v.add_argument("-q", "--quiet", action="store_true", help="only errors on standard error (no progress bar)")
+    v.add_argument("-v", "--verbose", action="count", default=0, help="log each task (-vv: debug lines too)")
     return p
 
 
@@ -680,6 +686,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str], Config, int]:
             jobs = jv
     if args.servers is not None and "decide" not in names:
         raise _UsageError("--servers: only the decide suite takes a snapshot size")
+    if args.servers is not None:  # the generator's own limits, checked before any work
+        from lyra_solver.bench.generate import MAX_GPUS, MAX_JOBS, MAX_SERVERS
+
+        for flag, value, most in (("--servers", args.servers, MAX_SERVERS), ("--jobs", snapshot_jobs, MAX_JOBS),
+                                  ("--gpus", args.gpus, MAX_GPUS)):
+            if value is not None and value > most:
+                raise _UsageError(f"{flag}: at most {most:,} for a generated snapshot, got {value:,}")
     if not (0.0 <= args.running_share <= 1.0):
         raise _UsageError(f"--running-share: must be in [0, 1], got {args.running_share}")
     scale = "quick" if args.quick else "full"
@@ -714,27 +727,56 @@ def run_and_write(names: list[str], cfg: Config, *, jobs: int, backend: str, add
     if targets:
         parts.append("## Targets\n")
         parts.append(targets_table(targets))
+    from lyra_solver.bench.datapath import ENV, missing_data
+
+    missing = missing_data()
+    if missing:  # the suites skip the instances of a data set that is not here: say which
+        note = (f"Skipped for lack of data: the instances built on {', '.join(missing)} (no such file in the data "
+                f"folder; set {ENV} or --data-dir to the folder of the data sets).")
+        log.warning("%s", note)
+        parts.append("\n" + note + "\n")
+        config["missing_data"] = missing
     text = "\n".join(parts)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
+        from lyra_solver.bench.outputs import write_file
         from lyra_solver.bench.plots import write_plots
 
         doc["plots"], note = write_plots(doc["rows"], out, time_groups={s.name: s.time_plot_groups for s in suites})
         if note:
             text += f"\n\n{note}"
-        tmp = out / "results.json.tmp"
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, default=_plain) + "\n")
-        tmp.replace(out / "results.json")
+        write_file(out / "results.json", json.dumps(doc, indent=1, sort_keys=True, default=_plain) + "\n")
     return text, doc
+
+
+def _check_outputs(args) -> tuple[Path | None, Path | None]:
+    """Every path the run will write and the data folder, checked before any work (exit 2 naming the flag):
+    the ``--out`` folder (new or empty, or ``--force``), the ``--report`` file and its plots folder."""
+    from lyra_solver.bench.datapath import data_root, set_data_dir
+    from lyra_solver.bench.outputs import check_out_dir, check_out_file
+
+    if args.data_dir is not None:
+        set_data_dir(args.data_dir)
+    data_root()  # LYRA_SOLVER_DATA set to something that is not a folder: named now, not after the run
+    report = check_out_file(args.report, "--report")
+    if args.plots is not None and report is None:
+        raise _UsageError("--plots: only with --report")
+    if report is not None:
+        plots = Path(args.plots) if args.plots is not None else report.parent / "docs" / "bench"
+        check_out_dir(plots, "--plots", force=True)  # the report's figures are replaced there by design
+        if args.out is not None and Path(args.out).resolve() == plots.resolve():
+            raise _UsageError("--out and the report's plots folder must differ")
+    return check_out_dir(args.out, "--out", force=args.force, patterns=OUTPUTS), report
 
 
 def main(argv: list[str] | None = None) -> int:
     """``lyra-solver bench ...``: exit 0 done, 2 bad usage (one line on stderr), 3 an internal error."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "fuzz":  # `lyra-solver bench fuzz`: hostile inputs through the CLI (issue 9)
+    if argv and argv[0] == "fuzz":  # `lyra-solver bench fuzz`: hostile inputs through the CLI
         from lyra_solver.bench.fuzz import main as fuzz_main
 
-        return fuzz_main(argv[1:], prog="lyra-solver bench fuzz")
+        common = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--progress", "--no-progress")
+        return fuzz_main([a for a in argv[1:] if a not in common], prog="lyra-solver bench fuzz")
     if argv and argv[0] == "mckp" and "--speed" in argv[1:]:  # cold start and 10-seed spread (issues 22, 24)
         from lyra_solver.bench.mckp_speed import main as speed_main
 
@@ -742,10 +784,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in ("-h", "--help"):
         build_parser().print_help()
         return 0
+    from lyra_solver.errors import InputError, escape
+
     try:
         args, names, cfg, jobs = parse(argv)
+        out_dir, report = _check_outputs(args)
     except _UsageError as err:
-        print(f"lyra-solver bench: error: {err}", file=sys.stderr)
+        print(escape(f"lyra-solver bench: error: {err}"), file=sys.stderr)
+        return 2
+    except InputError as err:
+        print(f"lyra-solver bench: error: {err.line()}", file=sys.stderr)
         return 2
     if args.backend == "ray":
         try:
@@ -754,22 +802,29 @@ def main(argv: list[str] | None = None) -> int:
             print("lyra-solver bench: error: --backend ray: ray is not installed (pip install 'lyra-solver[ray]')",
                   file=sys.stderr)
             return 2
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="lyra-solver bench: %(message)s")
+    level = (logging.ERROR if args.quiet else logging.WARNING if not args.verbose else
+             logging.INFO if args.verbose == 1 else logging.DEBUG)
+    logging.basicConfig(level=max(level, logging.WARNING), format="lyra-solver bench: %(levelname)s: %(message)s")
+    logging.getLogger("lyra_solver").setLevel(level)
+    log.debug("bench: suites %s, %s, jobs %d, backend %s", names, cfg, jobs, args.backend)
+    from lyra_solver.bench.progress import wanted
     command = "lyra-solver bench " + " ".join(argv)
     import tempfile
 
     try:
         with tempfile.TemporaryDirectory(prefix="lyra-bench-") as tmp:
-            out = args.out if args.out is not None or args.report is None else Path(tmp)
+            out = out_dir if out_dir is not None or report is None else Path(tmp)
             text, doc = run_and_write(names, cfg, jobs=jobs, backend=args.backend, address=args.address, out=out,
-                                      progress=not (args.no_progress or args.quiet), command=command)
-            if args.report is not None:
+                                      progress=wanted(quiet=args.quiet, progress=args.progress), command=command)
+            if report is not None:
                 from lyra_solver.bench.report import write_report
 
-                write_report(doc, args.report, results_dir=out, plots_dir=args.plots)
+                write_report(doc, report, results_dir=out, plots_dir=args.plots)
     except KeyboardInterrupt:
         return 130
+    except InputError as err:  # e.g. LYRA_SOLVER_DATA pointing nowhere, met while planning
+        print(f"lyra-solver bench: error: {err.line()}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"lyra-solver bench: error: {exc}", file=sys.stderr)
         return 2

@@ -18,6 +18,17 @@ def _suites(rows: list[dict]) -> list[str]:
     return list(seen)
 
 
+def _save(fig, path: Path, dpi: int) -> None:
+    """PNG bytes of ``fig``, written whole through a unique temporary file (``outputs.write_file``)."""
+    import io
+
+    from lyra_solver.bench.outputs import write_file
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    write_file(path, buf.getvalue())
+
+
 def write_plots(rows: list[dict], out: Path, *, time_groups: dict[str, tuple[str, ...] | None] | None = None,
                 dpi: int = 80) -> tuple[list[str], str]:
     """Write the plots of ``rows`` into ``out``; returns (file names written, a note: empty or why none).
@@ -59,7 +70,7 @@ def write_plots(rows: list[dict], out: Path, *, time_groups: dict[str, tuple[str
             ax.legend(fontsize=8)
             fig.tight_layout()
             name = f"{suite}_time.png"
-            fig.savefig(out / name, dpi=dpi)
+            _save(fig, out / name, dpi)
             plt.close(fig)
             written.append(name)
         # gap CDF per heuristic
@@ -82,7 +93,7 @@ def write_plots(rows: list[dict], out: Path, *, time_groups: dict[str, tuple[str
             ax.legend(fontsize=8)
             fig.tight_layout()
             name = f"{suite}_gap_cdf.png"
-            fig.savefig(out / name, dpi=dpi)
+            _save(fig, out / name, dpi)
             plt.close(fig)
             written.append(name)
     return written, ""

@@ -203,8 +203,7 @@ def with_count(problem: ReclaimProblem, count: int) -> ReclaimProblem:
 
 
 def default_qps_path() -> Path:
-    """``alibaba/genai_qps.csv`` of the shared data (``../shared/data`` beside the repository root, else
-    ``/work/shared/data``: :func:`lyra_solver.bench.datapath.shared_data`)."""
+    """``alibaba/genai_qps.csv`` of the data folder (:func:`lyra_solver.bench.datapath.shared_data`)."""
     from lyra_solver.bench.datapath import shared_data
 
     return shared_data("alibaba", "genai_qps.csv")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -123,6 +122,7 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
     linked. Returns ``path``.
     """
     from lyra_solver.bench.harness import load_suite, suite_tables, targets_table
+    from lyra_solver.bench.outputs import write_file
 
     path = Path(path)
     quick = doc["config"].get("scale") == "quick"
@@ -150,7 +150,7 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
         for name in plots:
             src = Path(results_dir) / name
             if src.exists():
-                shutil.copyfile(src, plots_dir / name)
+                write_file(plots_dir / name, src.read_bytes())
     for name, rows in rows_by_suite.items():
         parts.append(suite_tables(load_suite(name), rows))
         links = [p for p in plots if p.startswith(f"{name}_")]
@@ -165,15 +165,16 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
     targets += [{"issue": e[0], "target": e[1], "verdict": e[3] if len(e) > 3 else "not measured here",
                  "detail": e[2]} for e in EXTERNAL_TARGETS]
     targets.sort(key=lambda t: t["issue"])
-    parts.append("## Speed targets of the issues\n")
+    parts.append("## Speed and quality targets\n")
     parts.append(targets_table(targets) + "\n")
-    path.write_text("\n".join(parts))
+    write_file(path, "\n".join(parts))
     return path
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run every suite (``bench all``), then write BENCHMARKS.md and its plots."""
-    ap = argparse.ArgumentParser(prog="python -m lyra_solver.bench.report", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m lyra_solver.bench.report", description=__doc__.splitlines()[0],
+                                 allow_abbrev=False)
     ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"), help="the report to write")
     ap.add_argument("--plots", type=Path, default=None, help="where the plots go (default docs/bench beside --out)")
     ap.add_argument("--results", type=Path, default=None,
@@ -184,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     from lyra_solver.bench.harness import main as bench_main
 
     results = args.results or args.out.parent / "bench-results"
-    argv2 = ["all", "--out", str(results), "--jobs", str(args.jobs)] + (["--quick"] if args.quick else [])
+    # --force: the results folder is this command's own (the last report's results.json and plots are replaced)
+    argv2 = ["all", "--out", str(results), "--force", "--jobs", str(args.jobs)] + (["--quick"] if args.quick else [])
     rc = bench_main(argv2 + ["--report", str(args.out)] + (["--plots", str(args.plots)] if args.plots else []))
     if rc == 0:
         print(f"wrote {args.out}", file=sys.stderr)

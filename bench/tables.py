@@ -11,9 +11,21 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lyra_solver.bench.harness import Suite
 
-__all__ = ["detail_table", "suite_tables", "summary_table", "targets_table"]
+__all__ = ["clip", "detail_table", "suite_tables", "summary_table", "targets_table"]
+
+#: Most characters of a row's note (a refusal's reason, an error) shown in a table cell.
+NOTE_CHARS = 120
 
 
+def clip(text: str, limit: int = NOTE_CHARS) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with an ellipsis when cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 3]
+    if " " in cut and not text[limit - 3].isspace():
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:") + "..."
 
 def _num(x: float | None, digits: int = 6) -> str:
     if x is None:
@@ -66,7 +78,7 @@ def detail_table(rows: list[dict], refs: list[str]) -> str:
     for r in rows:
         status = r["status"] + (f" ({r['backend_status']})" if r.get("backend_status") else "")
         if r.get("note"):
-            status += f" [{r['note'][:80]}]"
+            status += f" [{clip(r['note'])}]"
         lines.append([r["instance"], r["method"], status, _num(r.get("objective"), 10), _num(r.get("best_bound"), 10),
                       _pct(r.get("gap")), _secs(r.get("time_s"))]
                      + [_ratio(r["speedup"].get(ref)) if r["method"] != ref else "-" for ref in refs]
@@ -134,5 +146,6 @@ def suite_tables(suite: Suite, rows: list[dict]) -> str:
 
 
 def targets_table(targets: list[dict]) -> str:
-    lines = [[f"#{t['issue']}", t["target"], t["verdict"], t["detail"]] for t in targets]
-    return _table(["issue", "target", "verdict", "measured"], lines)
+    """One row per target: what is asked, the verdict of this run, what was measured."""
+    lines = [[t["target"], t["verdict"], t["detail"]] for t in targets]
+    return _table(["target", "verdict", "measured"], lines)

@@ -58,7 +58,7 @@ def decide(data: bytes, args: Any, source: str | None = None) -> Output:
         try:
             resolve_backend(backend, 0)
         except ValueError as err:
-            raise InputError("$", f"--backend: {err}", source) from None
+            raise InputError("--backend", str(err).removeprefix("backend: ")) from None  # the flag, not the input
     snap = _parse(data, io.parse_snapshot, source)
     params = inspect.signature(run_decide).parameters
     kwargs = {k: getattr(args, k) for k in params if k != "snapshot" and hasattr(args, k)}
@@ -114,26 +114,36 @@ def decision_table(snap, decision) -> str:
 
 
 def _decision_document(dec_bytes: bytes, source: str | None) -> None:
-    """Refuse a decision document that is not JSON or repeats a key (bad input, not a broken rule)."""
+    """Refuse a decision document that is not JSON or repeats a key (bad input, not a broken rule), worded as
+    ``decide`` words a snapshot that is not JSON."""
+    from lyra_solver.validate import decode
+
     try:
-        json.loads(dec_bytes)
-    except (ValueError, RecursionError) as err:
-        raise InputError("$", f"not valid JSON: {err}", source) from None
-    try:
-        io.check_duplicate_keys(dec_bytes)  # a repeated key would be merged silently: bad input
+        decode(dec_bytes, Any)  # a repeated key would be merged silently: bad input too
     except InputError as err:
         raise (err.with_source(source) if source else err) from None
+
+
+def _not_a_decision(violations, source: str | None) -> None:
+    """A document that is not a decision at all (e.g. a snapshot given twice): bad input naming its first field."""
+    malformed = [v for v in violations if v.rule == "malformed"]
+    if malformed:
+        v = malformed[0]
+        more = f" (and {len(malformed) - 1} more malformed field(s))" if len(malformed) > 1 else ""
+        raise InputError(v.where, f"not a decision: {v.message}{more}", source)
 
 
 def check(snap_bytes: bytes, dec_bytes: bytes, snap_source: str | None = None,
           dec_source: str | None = None) -> Output:
     """``lyra-solver check``: ``ok: ...`` (exit 0) or the broken rules, one per line (exit 1, with the count as
-    ``note``). Running time: that of :func:`lyra_solver.check_decision_text`."""
+    ``note``); a document that is not a decision is :class:`InputError` (exit 2). Running time: that of
+    :func:`lyra_solver.check_decision_text`."""
     from lyra_solver.check import check_decision_text, format_violations
 
     _parse(snap_bytes, io.parse_snapshot, snap_source)
     _decision_document(dec_bytes, dec_source)
     violations = check_decision_text(json.loads(snap_bytes), dec_bytes)
+    _not_a_decision(violations, dec_source)  # exit 2, not a broken rule
     if violations:
         return Output((format_violations(violations) + "\n").encode(), 1, f"{len(violations)} rule(s) broken",
                       media=TEXT)

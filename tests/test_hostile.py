@@ -204,7 +204,8 @@ def test_escaped_colons_do_not_hide_a_duplicate():
 # ---------------------------------------------------------------------------------------------- 4. environment
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
 @pytest.mark.parametrize("args", [("decide", str(EXAMPLE)), ("schema", "snapshot"), ("generate", "--servers", "3"),
-                                  ("check", str(EXAMPLE), str(EXAMPLE))])
+                                  ("check", str(ROOT / "tests/solver/broken_decisions/snapshot.json"),
+                                   str(ROOT / "tests/solver/broken_decisions/valid.json"))])
 def test_full_standard_output_is_exit_2(args):
     line = one_clean_line(run(*args, shell_redirect="> /dev/full"))
     assert "<stdout>" in line and "No space left" in line

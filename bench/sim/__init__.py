@@ -33,10 +33,8 @@ def __getattr__(name: str):  # the engine is imported on first use, so that the 
 
 
 def data_dir() -> Path:
-    """``shared/data`` beside the repository root (``../shared/data``), else ``/work/shared/data``."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        cand = parent.parent / "shared" / "data"
-        if (parent / "pyproject.toml").exists() and cand.is_dir():
-            return cand
-    return Path("/work/shared/data")
+    """The data folder (``--data-dir``, ``LYRA_SOLVER_DATA``, else ``../shared/data`` beside the repository):
+    :func:`lyra_solver.bench.datapath.shared_data`."""
+    from lyra_solver.bench.datapath import shared_data
+
+    return shared_data()

@@ -119,7 +119,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="repeat the comparison at each value of training-servers, inference-servers, elastic-share "
                    "or load-factor: sweep.json and sweep.png in --out (default: the current folder), each point's "
                    "outputs in --out/NAME=V")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def _fail(where: str, msg: str):
@@ -398,8 +397,9 @@ def _run_all(tasks, traces, config, mapping, args):
     """Every (policy, seed): in this process with a per-job bar (one run), else through the benchmark
     harness's backend (local processes, or Ray, imported only then)."""
     from lyra_solver.bench.harness import map_tasks
+    from lyra_solver.bench.progress import wanted
 
-    show = not args.no_progress and not getattr(args, "quiet", False) and sys.stderr.isatty()
+    show = wanted(args)  # the command line's one progress rule (-q, --progress, --no-progress, a terminal)
     if len(tasks) == 1:
         p, s, k = tasks[0]
         return {(p, s, k): run_one(traces[k], config, p, s, mapping, progress=show)}

@@ -213,9 +213,17 @@ def rounds_csv(result) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    from lyra_solver.bench.outputs import write_file
+
+    write_file(path, data)  # a unique temporary name made exclusively in the folder: a planted link is not followed
+
+
+def _savefig(fig, path: Path) -> None:
+    import io as _io
+
+    buf = _io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    _write(path, buf.getvalue())
 
 
 def write_outputs(out: Path, summaries: dict[str, dict], timings: dict[str, list[dict]], results: dict,
@@ -247,7 +255,7 @@ def plots(out: Path, results: dict, config) -> list[Path]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        log.info("matplotlib not installed: no plots (pip install 'lyra-solver[bench]')")
+        log.warning("plots skipped: matplotlib is not installed (pip install 'lyra-solver[bench]')")
         return []
     written = []
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -262,7 +270,7 @@ def plots(out: Path, results: dict, config) -> list[Path]:
     ax.legend()
     p = out / "jct_cdf.png"
     fig.tight_layout()
-    fig.savefig(p, dpi=120)
+    _savefig(fig, p)
     plt.close(fig)
     written.append(p)
 
@@ -288,7 +296,7 @@ def plots(out: Path, results: dict, config) -> list[Path]:
         a.grid(alpha=0.3)
     p = out / "timeline.png"
     fig.tight_layout()
-    fig.savefig(p, dpi=120)
+    _savefig(fig, p)
     plt.close(fig)
     written.append(p)
     return written

@@ -139,6 +139,14 @@ def test_check_command_exits_1_naming_the_rule(name, capsys):
     if name == "job_duplicated.json":  # a repeated key is bad input (issue 9), named with its path
         assert rc == 2 and name in err and "jobs: duplicate key" in err
         return
+    if BROKEN_EXPECTED[name].startswith("malformed"):  # not a decision at all: exit 2, one line naming the field
+        from lyra_solver.check import check_decision_text
+
+        snap = json.loads((BROKEN / "snapshot.json").read_text())
+        where = next(v.where for v in check_decision_text(snap, (BROKEN / name).read_bytes()) if v.rule == "malformed")
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert err.startswith(f"error: {BROKEN / name}: {where}: not a decision"), err
+        return
     assert rc == 1
     assert BROKEN_EXPECTED[name] in out
 
@@ -246,9 +254,12 @@ def test_long_commands_get_a_progress_bar():
     from lyra_solver.cli import PROGRESS_FROM, _progress
     from tqdm import tqdm
 
-    with _progress(argparse.Namespace(quiet=False), total=PROGRESS_FROM, desc="x", unit="job") as bar:
+    ns = argparse.Namespace
+    with _progress(ns(quiet=False, progress=True), total=PROGRESS_FROM, desc="x", unit="job") as bar:
         assert isinstance(bar, tqdm)
-    with _progress(argparse.Namespace(quiet=True), total=PROGRESS_FROM, desc="x", unit="job") as bar:
+    with _progress(ns(quiet=False), total=PROGRESS_FROM, desc="x", unit="job") as bar:
+        assert bar is None  # standard error is not a terminal under pytest: no bar without --progress
+    with _progress(ns(quiet=True, progress=True), total=PROGRESS_FROM, desc="x", unit="job") as bar:
         assert bar is None
-    with _progress(argparse.Namespace(), total=PROGRESS_FROM - 1, desc="x", unit="job") as bar:
+    with _progress(ns(progress=True), total=PROGRESS_FROM - 1, desc="x", unit="job") as bar:
         assert bar is None
