@@ -195,7 +195,7 @@ def _gpu_util_source(mode: str, policies) -> str | None:
     """The openb pod list the packing policies draw ``gpu_util`` from, or None for the table."""
     from lyra_solver.bench.sim.policies import get_policy
 
-    if mode == "table" or all(get_policy(p).packing == "off" for p in policies):
+    if mode == "table" or all(get_policy(p.partition("@")[0]).packing == "off" for p in policies):  # run labels
         return None
     path = _data_dir() / "alibaba" / "openb_pod_list_default.csv"
     if not path.exists():
