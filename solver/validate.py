@@ -226,7 +226,7 @@ def _step_type(tp, part: str, node):
     for opt in _options(tp):
         origin = typing.get_origin(opt)
         if part.startswith("["):
-            if origin is list:
+            if origin is list or (origin is tuple and typing.get_args(opt)[1:] == (Ellipsis,)):  # tuple[X, ...]
                 return typing.get_args(opt)[0]
         elif isinstance(opt, type) and issubclass(opt, msgspec.Struct):
             tag = opt.__struct_config__.tag_field

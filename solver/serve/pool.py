@@ -215,6 +215,11 @@ class Pool:
         message = pickle.dumps((op, body, opts), protocol=pickle.HIGHEST_PROTOCOL)
         for _ in range(self.size + 1):  # an idle worker that died meanwhile is replaced, the request sent to another
             worker = await self._acquire(deadline)
+            if not worker.process.is_alive():  # died while idle (a write to its pipe could still succeed)
+                log.error("worker died while idle", extra={"fields": {"worker": worker.index,
+                                                                      "exitcode": worker.process.exitcode}})
+                self._replace(worker)
+                continue
             try:
                 await worker.send(message)
                 break
