@@ -153,3 +153,34 @@ def test_exact_placement_never_worse_than_bfd(seed):
     assert check_decision(json.loads(data), json.loads(exact)) == []
     if exact_decision.summary.statuses["placement"] == "optimal":
         assert _placement_objective(snap, json.loads(exact)) <= _placement_objective(snap, json.loads(bfd))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(servers=st.integers(1, 60), jobs=st.integers(0, 150), seed=st.integers(0, 2**31 - 1),
+       allocation=st.sampled_from(["exact", "greedy", "hull"]), queue=st.sampled_from(["sjf", "fifo", "las"]))
+def test_decide_built_is_decide_on_valid_snapshots(servers, jobs, seed, allocation, queue):
+    """The simulator's path (no re-validation) gives the bytes of ``decide`` on every valid snapshot, typed ones
+    built in Python included."""
+    import msgspec
+    from lyra_solver.pipeline import decide_built
+    from lyra_solver.types import Snapshot
+
+    data = io.encode(generate_snapshot(servers=servers, jobs=jobs, seed=seed, running_share=0.5))
+    typed = msgspec.json.decode(data, type=Snapshot)  # built, never validated
+    want = io.encode(decide(io.parse_snapshot(data), allocation=allocation, queue=queue, deterministic=True))
+    assert io.encode(decide_built(typed, allocation=allocation, queue=queue, deterministic=True)) == want
+
+
+def test_decide_built_still_checks_its_arguments():
+    from lyra_solver.errors import InputError
+    from lyra_solver.pipeline import decide_built
+
+    snap = io.parse_snapshot(io.encode(generate_snapshot(servers=2, jobs=3, seed=0)))
+    with pytest.raises(TypeError, match="must be a lyra_solver.Snapshot"):
+        decide_built({"format_version": 1, "servers": [], "jobs": []})
+    with pytest.raises(InputError) as err:
+        decide_built(snap, queue="Fifo")
+    assert err.value.path == "queue"
+    with pytest.raises(InputError) as err:
+        decide_built(snap, keep_packing="x")
+    assert err.value.path == "keep_packing"
