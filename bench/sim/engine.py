@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 from lyra_solver.apply import apply_decision
-from lyra_solver.pipeline import decide
+from lyra_solver.pipeline import decide, decide_built
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import PackingProfile, ProfileThroughput, TableThroughput
 
@@ -126,7 +126,7 @@ class SimConfig:
     time_limit: float = 1.0
     tiresias_threshold: float = 3600.0  # GPU-seconds: the boundary of Tiresias' two queues
     tiresias_starve_limit: float = 8.0  # Tiresias' STARVELIMIT (x last run; 0: off), see policies.promote_starved
-    check: bool = False  # run the independent checker on every decision (tests)
+    check: bool = False  # validate every snapshot and run the independent checker on every decision (tests)
     record: bool = False  # keep every progress segment (tests of work conservation)
     skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see .quiet)
     event_rounds: bool = True  # also a round at an arrival or completion when GPUs are free (else ticks only)
@@ -388,7 +388,9 @@ class _Sim:
         pol, m = self.policy, self.metrics
         snap, hidden = pol.snapshot(self, t, self.state)
         t0 = time.perf_counter()
-        decision = decide(snap, **pol.decide_kwargs(self, self.state))
+        # the snapshot is the simulator's own (its configuration, its checked trace, placements of decisions
+        # carried out): not validated again, except with ``check``, where every round goes through ``decide``
+        decision = (decide if self.cfg.check else decide_built)(snap, **pol.decide_kwargs(self, self.state))
         m.decide_ms.append((time.perf_counter() - t0) * 1e3)
         if self.cfg.check:
             from lyra_solver.check import check_decision, format_violations
@@ -413,17 +415,20 @@ class _Sim:
         guest_of = {jid: g.jobs[0] for g in decision.packing for jid in g.jobs[1:]}
         was_at, now_at = _shared_at(self.packing), _shared_at(decision.packing)
         self.packing = list(decision.packing)
+        changed = []  # jobs whose allocation may have changed (the others hold exactly what they held)
         for job in nxt.jobs:
             i = index[job.id]
             j = self.jobs[i]
             host = guest_of.get(job.id)
             if host is not None or j.host is not None:
+                changed.append(i)
                 self._guest(t, i, j, host, job.placement, decision.jobs[job.id].workers,
                             moved=was_at.get(job.id) != now_at.get(job.id))
                 continue
             old, new = j.placement, job.placement
             if new == old:
                 continue
+            changed.append(i)
             if new is None:  # preempted
                 self._stop(i, j)
                 self._preempted(j, t)
@@ -442,10 +447,12 @@ class _Sim:
                     m.count("restarts")
                     j.blocked = t + j.spec.restart_penalty
                 self._release(j)
-            self._hold(j, dict(new))
+            self._hold(j, new)  # the next snapshot's read-only placement, shared, not copied
         if pol.packing != "off":
             self._set_rates()
-        for i in sorted(self.active):
+        # allocation intervals: only a job whose placement or packing changed can close one (in arrival order,
+        # as before); with packing every job's shared GPUs are set again
+        for i in sorted(self.active) if pol.packing != "off" else sorted(changed):
             j = self.jobs[i]
             j.shared = now_at[j.spec.id][1] if j.host is not None else ()
             m.allocated(j, t)
