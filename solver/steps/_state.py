@@ -81,23 +81,26 @@ class Cluster:
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
         """The index view of ``snap`` (O(S + J + H) for S servers, J jobs, H placement entries)."""
-        codes = {state: int(ServerKind[state.upper()]) for state in SERVER_STATES}
-        sid = {s.id: i for i, s in enumerate(snap.servers)}
-        gpus = np.fromiter((s.gpus for s in snap.servers), np.int64, len(snap.servers))
-        kind = np.fromiter((ServerKind.TRAINING if s.pool == "training" else codes[s.state]  # type: ignore[index]
-                            for s in snap.servers), np.int8, len(snap.servers))
-        n = len(snap.jobs)
-        mode = Counter(gpus.tolist()).most_common()
+        servers, jobs = snap.servers, snap.jobs
+        sid = {s.id: i for i, s in enumerate(servers)}
+        gpu_list = [s.gpus for s in servers]
+        kind = np.array([_TRAINING if s.pool == "training" else _CODES[s.state] for s in servers], np.int8)
+        mode = Counter(gpu_list).most_common()
         server_gpus = max((g for g, c in mode if c == mode[0][1]), default=8)
         return cls(
-            snap=snap, sid=sid, gpus=gpus, kind=kind,
-            gpw=np.fromiter((j.gpus_per_worker for j in snap.jobs), np.int64, n),
-            min_w=np.fromiter((j.min_workers for j in snap.jobs), np.int64, n),
-            max_w=np.fromiter((j.max_workers for j in snap.jobs), np.int64, n),
-            placement=tuple(None if j.placement is None else {sid[k]: v for k, v in j.placement.items()}
-                            for j in snap.jobs),
+            snap=snap, sid=sid, gpus=np.array(gpu_list, np.int64), kind=kind,
+            gpw=np.array([j.gpus_per_worker for j in jobs], np.int64),
+            min_w=np.array([j.min_workers for j in jobs], np.int64),
+            max_w=np.array([j.max_workers for j in jobs], np.int64),
+            placement=tuple(None if (pl := j.placement) is None else {sid[k]: v for k, v in pl.items()}
+                            for j in jobs),
             server_gpus=int(server_gpus),
         )
+
+
+_TRAINING = int(ServerKind.TRAINING)
+#: ServerKind code of each inference server state
+_CODES = {state: int(ServerKind[state.upper()]) for state in SERVER_STATES}
 
 
 @dataclass(frozen=True)
