@@ -62,10 +62,18 @@ def resolve(package: str, registry: Registry, method: str, options: Mapping[str,
     module, name = entry[0], entry[1]
     fixed: dict[str, Any] = entry[2] if len(entry) > 2 else {}  # type: ignore[misc]
     function = getattr(importlib.import_module(f"{package}.{module}"), name)
-    accepted = [p.name for p in inspect.signature(function).parameters.values()
-                if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "time_limit" and p.name not in fixed]
-    unknown = sorted(set(options) - set(accepted))
-    if unknown:
-        raise ValueError(f"{unknown[0]}: not an option of method {method!r} (its options: "
-                         f"{', '.join(accepted) or 'none'})")
+    if options:
+        accepted = _options_of(function, tuple(fixed))
+        unknown = sorted(set(options) - set(accepted))
+        if unknown:
+            raise ValueError(f"{unknown[0]}: not an option of method {method!r} (its options: "
+                             f"{', '.join(accepted) or 'none'})")
     return functools.partial(function, **fixed) if fixed else function
+
+
+@functools.lru_cache(maxsize=256)
+def _options_of(function: Callable[..., Any], fixed: tuple[str, ...]) -> tuple[str, ...]:
+    """The keyword-only options of a method's function (``time_limit`` and the fixed ones left out), read from
+    its signature once per function (only when options are given: a call without options has none to check)."""
+    return tuple(p.name for p in inspect.signature(function).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "time_limit" and p.name not in fixed)
