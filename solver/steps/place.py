@@ -4,7 +4,9 @@
 
 Base demand goes on training servers first, flexible (extra) workers on loaned servers first, so that a later
 reclaim shrinks jobs instead of preempting them. Running jobs keep their placement unless their worker count
-changes. Running time O(S + W log S) for best fit decreasing (W workers that move), plus the ILP's.
+changes; a job whose count changes restarts anyway, so best fit decreasing places it afresh (fewest servers
+spanned) rather than around the workers it had. Running time O(S + W log S) for best fit decreasing (W workers
+that move), plus the ILP's.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ log = logging.getLogger(__name__)
 
 def place(state: RoundState, settings: Settings) -> Placed:
     """Workers onto servers. Jobs whose count is unchanged keep their placement; the others are placed
-    best fit decreasing (or by the placement ILP), keeping what they have where they can."""
+    afresh, best fit decreasing (or by the placement ILP, which keeps what they have where it spans no more
+    servers)."""
     cl, adm, sc, rec, borrowed = state.cluster, state.admitted, state.scaled, state.reclaimed, state.borrowed
     admitted = set(adm.admitted)
     target = dict(zip(sc.jobs, sc.targets.tolist(), strict=True))
@@ -42,7 +45,9 @@ def place(state: RoundState, settings: Settings) -> Placed:
         server_free=(cl.gpus - used)[servers], server_loaned=cl.kind[servers] != 0,
         job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
         cur_job=cj, cur_server=cs, cur_count=cc)
-    out = best_fit_decreasing(problem)
+    out = best_fit_decreasing(problem, keep_current=False)
+    if (out.placed < problem.job_workers).any():  # afresh left a worker out: keep current workers, as admitted
+        out = best_fit_decreasing(problem)
     per_job = out.placement.per_job
     report = StepReport("bfd", "feasible")
     if settings.placement == "exact" and moving:
