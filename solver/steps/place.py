@@ -30,14 +30,18 @@ def place(state: RoundState, settings: Settings) -> Placed:
     cl, adm, sc, rec, borrowed = state.cluster, state.admitted, state.scaled, state.reclaimed, state.borrowed
     admitted = set(adm.admitted)
     target = dict(zip(sc.jobs, sc.targets.tolist(), strict=True))
-    moving = [j for j in sc.jobs if j in admitted or target[j] != sum(adm.placement[j].values())]
+    # a target of 0 (the objective's knapsack admits: lyra_solver.objectives.JOINT_ADMISSION) runs no worker
+    stopped = [j for j in sc.jobs if target[j] == 0]
+    moving = [j for j in sc.jobs if target[j] > 0 and (j in admitted or adm.placement[j] is None
+                                                       or target[j] != sum(adm.placement[j].values()))]
     moving_set = set(moving)
     servers = np.flatnonzero(usable_servers(cl, rec, borrowed))
     pos = {int(s): i for i, s in enumerate(servers)}
-    used = used_gpus(cl, [None if j in moving_set else p for j, p in enumerate(adm.placement)])
+    gone = moving_set.union(stopped)
+    used = used_gpus(cl, [None if j in gone else p for j, p in enumerate(adm.placement)])
     cj, cs, cc = [], [], []
     for i, j in enumerate(moving):
-        for s, n in adm.placement[j].items():
+        for s, n in (adm.placement[j] or {}).items():
             cj.append(i)
             cs.append(pos[s])
             cc.append(n)
@@ -53,8 +57,12 @@ def place(state: RoundState, settings: Settings) -> Placed:
     if settings.placement == "exact" and moving:
         per_job, report = _exact_placement(problem, out, per_job, report, settings)
     placement = list(adm.placement)
+    for j in stopped:
+        placement[j] = None
     for i, j in enumerate(moving):
-        placement[j] = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
+        got = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
+        # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
+        placement[j] = got if sum(got.values()) >= int(cl.min_w[j]) or j in admitted else None
     return Placed(tuple(placement), report)
 
 
