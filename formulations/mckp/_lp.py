@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from lyra_solver.formulations.mckp._numba import kernels, loaded
 from lyra_solver.formulations.mckp._types import MCKPProblem
 
 __all__ = ["FlatHulls", "Hull", "LPRelaxation", "Undominated", "fit_prefix", "flat_hulls", "lp_flat", "lp_relaxation",
@@ -268,7 +269,9 @@ def upper_hull(red: Undominated) -> Hull:
         top[i] = keep.size
     narrow = cnt.copy()
     narrow[wide] = 1
-    for j in range(1, int(narrow.max()) if n else 0):
+    # the compiled sweep when the kernels are loaded (the same stacks: see _nbkernels.hull_stacks)
+    nb = kernels() if loaded() else None
+    for j in range(1, int(narrow.max()) if n and nb is None else 0):
         act = np.flatnonzero(narrow > j)
         if act.size == 0:
             break
@@ -285,6 +288,8 @@ def upper_hull(red: Undominated) -> Hull:
             cand = cand[top[cand] >= 2]
         stack[act, top[act]] = j
         top[act] += 1
+    if nb is not None and n:
+        nb.hull_stacks(W, np.ascontiguousarray(V, dtype=np.float64), narrow, stack, top)
     h = int(top.max()) if n else 0
     pos = stack[:, :h].copy()
     pad = np.arange(h)[None, :] >= top[:, None]

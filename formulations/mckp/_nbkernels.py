@@ -800,3 +800,29 @@ def congruence_gcd(weights, values, sizes, mu):  # pragma: no cover - compiled
     for i in range(n):
         acc = (acc + (np.int64(values[i, 0]) - mu * weights[i, 0]) % g) % g
     return g, acc
+
+
+@numba.njit(cache=True, nogil=True)
+def hull_stacks(W, V, narrow, stack, top):  # pragma: no cover - compiled
+    # the compiled twin of the column sweep of _lp.upper_hull: Andrew's monotone chain class by class, the same
+    # pop test in the same float64 expression, so the same stacks; classes with narrow[i] <= 1 are left as given
+    n = W.shape[0]
+    for i in range(n):
+        t = top[i]
+        for j in range(1, narrow[i]):
+            wj = W[i, j]
+            vj = V[i, j]
+            while t >= 2:
+                a = stack[i, t - 2]
+                b = stack[i, t - 1]
+                wa = W[i, a]
+                va = V[i, a]
+                wb = W[i, b]
+                vb = V[i, b]
+                if (vb - va) * (wj - wb) <= (vj - vb) * (wb - wa):
+                    t -= 1
+                else:
+                    break
+            stack[i, t] = j
+            t += 1
+        top[i] = t

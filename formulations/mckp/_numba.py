@@ -12,7 +12,9 @@ same rules), so the path taken changes the time, never the answer:
   :math:`O(S k^2)` time, :math:`O(S + |K|)` resident memory for the ``|K|`` kept states), and ``select_items``;
 * the core's prepare and start phases: ``prepare_hulls``, ``class_items``, ``fit_prefix``, ``lp_levels``,
   ``regrets``, ``greedy_fill``;
-* the greedy heuristic's sequential scan (:mod:`lyra_solver.formulations.mckp.greedy`): ``greedy_scan``.
+* the greedy heuristic's sequential scan (:mod:`lyra_solver.formulations.mckp.greedy`): ``greedy_scan``;
+* the upper hulls' sweep of :func:`lyra_solver.formulations.mckp._lp.upper_hull` (the greedy's LP bound):
+  ``hull_stacks``.
 
 When to load (cold start, issue 22): importing numba and loading the kernels from their disk cache costs about
 0.9 s of a new process (2 shared cores), far more than a solve of a thousand classes by the numpy twins (a few
@@ -21,8 +23,8 @@ milliseconds). So the default (``use_numba=None``) takes the compiled kernels on
 * when they are loaded in this process already (:func:`loaded`: by :func:`load`, or by an earlier decision
   below), then for every size;
 * when the problem has at least :data:`LOAD_MIN_ITEMS` items (the kernels pay on one solve of that size);
-* once this process has spent :data:`LOAD_AFTER_S` seconds in completed numpy-path solves (:func:`charge`: a
-  long-running caller, such as the simulator or a benchmark, gains from then on);
+* once this process has spent :data:`LOAD_AFTER_S` seconds in completed numpy-path solves of the core or the
+  greedy (:func:`charge`: a long-running caller, such as the simulator or a benchmark, gains from then on);
 * within one solve, once its own numpy search has run :data:`SWITCH_AFTER_S` seconds (a search that long is
   likely to run longer: the load cost is then risked once, as in ski rental); the twins give the same arrays, so
   switching mid-search changes nothing but the time.

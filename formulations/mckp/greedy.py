@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 from lyra_solver.formulations.mckp._lp import Undominated, fit_prefix, lp_relaxation, undominated, upper_hull
-from lyra_solver.formulations.mckp._numba import kernels, loaded
+from lyra_solver.formulations.mckp._numba import charge, kernels, loaded, want
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
 __all__ = ["greedy_positions", "solve_greedy"]
@@ -148,10 +148,15 @@ def solve_greedy(problem: MCKPProblem, *, time_limit: float | None = None,
     far from the optimum (it may stall below a dip of the marginal ratio), which the reported gap exposes.
     """
     start = time.perf_counter()
+    numpy_path = use_numba is None and not loaded()
+    if numpy_path and want(problem.n_items):  # a long-running caller (the simulator) loads the kernels once
+        numpy_path = kernels() is None
     red = undominated(problem)
     pos = greedy_positions(red, problem.capacity, use_numba=use_numba)
     lp = lp_relaxation(red, upper_hull(red), problem.capacity)
     choice = red.items[np.arange(problem.n_classes), pos]
+    if numpy_path:
+        charge(time.perf_counter() - start)
     return make_result(problem, choice, lp.bound, proven=False, start=start, method="greedy",
                        backend_status="greedy")
 

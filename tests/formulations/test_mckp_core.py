@@ -536,3 +536,29 @@ def test_default_path_loads_kernels_for_large_problems_only():
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                           env={**os.environ, "LYRA_NO_NUMBA": ""})
     assert json.loads(proc.stdout) == [False, False, True]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 25), m=st.integers(1, 30), seed=st.integers(0, 2**31 - 1), collinear=st.booleans())
+def test_compiled_hull_sweep_gives_the_numpy_hull(n, m, seed, collinear):
+    """upper_hull with the kernels loaded (hull_stacks) returns the numpy sweep's arrays exactly, collinear and
+    equal-slope points included (the greedy's LP bound, and so every greedy decision, cannot depend on the path)."""
+    from lyra_solver.formulations.mckp import _lp, _numba
+
+    rng = np.random.default_rng(seed)
+    w = np.sort(rng.integers(0, 40, (n, m)), axis=1)
+    steps = rng.integers(0, 3, (n, m)) if collinear else rng.integers(-3, 6, (n, m))
+    v = (steps * (w if collinear else 1)).astype(np.float64).cumsum(axis=1)
+    problem = MCKPProblem.from_padded(w, v, rng.integers(1, m + 1, n), 10**6)
+    red = _lp.undominated(problem)
+    assert _numba.load()
+    compiled = _lp.upper_hull(red)
+    saved = _lp.loaded
+    _lp.loaded = lambda: False
+    try:
+        reference = _lp.upper_hull(red)
+    finally:
+        _lp.loaded = saved
+    for name in ("pos", "counts", "weights", "values"):
+        got, want = getattr(compiled, name), getattr(reference, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
