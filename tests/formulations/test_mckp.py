@@ -381,18 +381,6 @@ def test_cpsat_scaling() -> None:
     assert np.allclose(q / s, [0.1, -2.5, 1e-3], atol=1 / s)
 
 
-def test_cbc_bound_parser() -> None:
-    from lyra_solver.formulations.mckp.cbc import parse_cbc_bound
-
-    log = "Result - Stopped on time limit\n\nObjective value:   855580.0\nUpper bound:    855591.246\n"
-    # printed values are rounded: the bound is raised by one unit of the last printed digit
-    assert parse_cbc_bound(log) == pytest.approx(855591.247, abs=1e-9)
-    partial = "Partial search - best objective -5 (best possible -7.5), took"
-    assert parse_cbc_bound(partial) == pytest.approx(7.6)
-    assert parse_cbc_bound("Upper bound: 1.5e+06\n") == pytest.approx(1.6e6)
-    assert parse_cbc_bound("nothing") is None
-
-
 def _medium_instance(seed: int) -> MCKPProblem:
     """Mixed medium instances: random, engine-shaped and strongly correlated, small enough for the DP."""
     rng = np.random.default_rng(1000 + seed)
