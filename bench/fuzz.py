@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import json
 import logging
 import math
@@ -37,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,8 +236,21 @@ def _preload() -> None:
     import lyra_solver.bench.sim.cli  # noqa: F401
     import lyra_solver.bench.sim.engine  # noqa: F401
     import lyra_solver.check  # noqa: F401
-    import lyra_solver.cli  # noqa: F401
     import lyra_solver.pipeline  # noqa: F401
+
+    _cli_main()
+
+
+@functools.cache
+def _cli_main() -> Callable[[list[str]], int]:
+    """The ``lyra-solver`` command's function, found as installed (its console-script entry point): the fuzzer
+    drives the command line as a user's shell would, and imports no module of it (the command line dispatches
+    ``bench fuzz`` here)."""
+    from importlib.metadata import entry_points
+
+    for script in entry_points(group="console_scripts", name="lyra-solver"):
+        return script.load()
+    raise RuntimeError("the lyra-solver command is not installed (pip install -e .)")
 
 
 def run_forked(call, *, memory_mb: int, timeout: float, cwd: str, stdin: bytes | None = None
@@ -293,9 +308,7 @@ def run_forked(call, *, memory_mb: int, timeout: float, cwd: str, stdin: bytes |
 
 def _cli_call(argv: list[str]):
     def call() -> int:
-        from lyra_solver.cli import main
-
-        return main(argv)
+        return _cli_main()(argv)
 
     return call
 

@@ -61,7 +61,7 @@ import numpy as np
 from lyra_solver.objectives import check_objective, horizons, objective_values, prepare
 from lyra_solver.throughput import _profiles
 from lyra_solver.types import PROFILE_MODELS, PowerThroughput, ProfileThroughput, TableThroughput
-from lyra_solver.values import TIME_CAP, JobOptions, ValueTable
+from lyra_solver.value_types import TIME_CAP, JobOptions, ValueTable
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import typing
 from functools import lru_cache
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite, Target
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite, Target
 from lyra_solver.bench.suites._judge import NOT_MEASURED, time_target
 
 DEFAULT_ALLOCATIONS = ("exact", "greedy", "hull")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite, Target, outcome_of
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite, Target, outcome_of
 from lyra_solver.bench.suites._judge import ratio_target, time_target
 
 #: Third-party exact solvers: every other method's speed-up against each is shown.

@@ -23,7 +23,7 @@ import json
 from functools import cache
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite, outcome_of
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite, outcome_of
 
 __all__ = ["SUITE", "alibaba_pods", "crowded_snapshot"]
 

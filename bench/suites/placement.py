@@ -16,7 +16,7 @@ base worker on a loaned server (the usual case) it is just the spans. A placemen
 from __future__ import annotations
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite
 
 #: name -> function of :mod:`lyra_solver.heuristics.placement`.
 HEURISTICS: dict[str, str] = {"bfd": "best_fit_decreasing"}

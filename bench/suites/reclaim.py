@@ -19,7 +19,7 @@ The objective is the reclaim cost (seconds of restart and preemption, minimised)
 from __future__ import annotations
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite, Target, outcome_of
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite, Target, outcome_of
 from lyra_solver.bench.suites._judge import NOT_MEASURED
 
 #: name -> "function of lyra_solver.heuristics.reclaim" (``random`` takes the instance's seed).
