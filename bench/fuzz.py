@@ -43,6 +43,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lyra_solver.formulations.methods import JOINT, MCKP, PLACEMENT, RECLAIM, unique
+
 log = logging.getLogger(__name__)
 
 _EXTREMES = [0, -1, 1, 2**31 - 1, 2**31, 2**53 + 1, 2**63, 10**30, 1e308, -1e308, 5e-324, 0.5, "", "x", None, True,
@@ -737,7 +739,8 @@ def _overrun_cases(scale: float, seed: int) -> list[tuple[str, str, dict]]:
 
 
 #: What each kind of case runs: MCKP methods, and decide's exact steps (every one of them in one round).
-OVERRUN_MCKP_METHODS = ("core", "dp", "cpsat", "cbc", "highs", "greedy", "hull")
+#: (every MCKP method of the table but its aliases and ``gpu``, which needs a device)
+OVERRUN_MCKP_METHODS = tuple(m for m in MCKP.names(aliases=False) if m != "gpu")
 OVERRUN_DECIDE = {"exact steps": ["--allocation", "exact", "--reclaim", "exact", "--placement", "exact",
                                   "--packing", "exact"],
                   "default steps": []}
@@ -746,7 +749,8 @@ OVERRUN_DECIDE = {"exact steps": ["--allocation", "exact", "--reclaim", "exact",
 #: The reclaim, placement and joint front doors' exact methods (the CLI reaches only their CP-SAT method, through
 #: ``decide``): each is timed in its own process through ``python -m lyra_solver.bench.fuzz --front-door``.
 OVERRUN_FRONT_DOORS = ("reclaim", "placement", "joint")
-OVERRUN_FRONT_DOOR_METHODS = ("cpsat", "cbc")
+OVERRUN_FRONT_DOOR_METHODS = unique(RECLAIM.names(front_door=True), PLACEMENT.names(front_door=True),
+                                    JOINT.names(front_door=True))
 
 
 def joint_instance(n_servers: int, seed: int):

@@ -14,14 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lyra_solver.formulations import Status
-from lyra_solver.formulations.mckp import METHODS, MCKPProblem, MCKPResult, solve_mckp
+from lyra_solver.formulations.mckp import METHODS, TABLE, MCKPProblem, MCKPResult, solve_mckp
 
-EXACT = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs")
-HEURISTIC = ("greedy", "hull")
 OPTIONS = {"cpsat": {"num_workers": 1}}
 EXAMPLES = {"cbc": 25, "cpsat": 40, "highs": 40, "gpu": 40}
 # method "gpu" needs torch or CuPy (the `gpu` extra), which CI does not install (see test_mckp_gpu.py)
 METHODS = tuple(m for m in METHODS if m != "gpu" or importlib.util.find_spec("torch") is not None)
+# from the method table: the exact methods (gpu among them when it can run) and the heuristics
+EXACT = tuple(m for m in TABLE.names(kind="exact") if m in METHODS)
+HEURISTIC = TABLE.names(kind="heuristic")
 
 
 def brute_force(weights: list[list[int]], values: list[list[float]], capacity: int) -> float | None:
