@@ -934,7 +934,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m lyra_solver.bench
     if args.memory_mb < 256:
         print("error: --memory-mb: at least 256 MB are needed to start Python with numpy", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.WARNING, format="fuzz: %(message)s")
+    from lyra_solver.logsetup import configure_logging
+
+    configure_logging("fuzz", levels=False)
     if args.front_door is not None:
         family, _, method = args.front_door.partition(":")
         if family not in OVERRUN_FRONT_DOORS or method not in OVERRUN_FRONT_DOOR_METHODS:

@@ -620,10 +620,9 @@ def main(argv: list[str] | None = None) -> int:
             print("lyra-solver bench: error: --backend ray: ray is not installed (pip install 'lyra-solver[ray]')",
                   file=sys.stderr)
             return 2
-    level = (logging.ERROR if args.quiet else logging.WARNING if not args.verbose else
-             logging.INFO if args.verbose == 1 else logging.DEBUG)
-    logging.basicConfig(level=max(level, logging.WARNING), format="lyra-solver bench: %(levelname)s: %(message)s")
-    logging.getLogger("lyra_solver").setLevel(level)
+    from lyra_solver.logsetup import configure_logging, verbosity_of
+
+    configure_logging("lyra-solver bench", verbosity_of(args))
     log.debug("bench: suites %s, %s, jobs %d, backend %s", names, cfg, jobs, args.backend)
     from lyra_solver.bench.progress import wanted
     command = "lyra-solver bench " + " ".join(argv)

@@ -28,6 +28,7 @@ from lyra_solver.formulations.vocabulary import (
     QUEUE_ORDERS,
     RECLAIMS,
 )
+from lyra_solver.logsetup import configure_logging, verbosity_of
 from lyra_solver.ops import TABLE_IDS, decision_table  # noqa: F401  (moved to ops, where decide's paths live)
 from lyra_solver.types import SCHEMAS
 
@@ -440,12 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         _say(f"error: {err}")
         return EXIT_INPUT
-    verbose = getattr(args, "verbose", 0)
-    level = logging.ERROR if getattr(args, "quiet", False) else (
-        logging.WARNING if not verbose else logging.INFO if verbose == 1 else logging.DEBUG)
     # the project's loggers at the level asked; other libraries' only from warnings (their debug lines are noise)
-    logging.basicConfig(level=max(level, logging.WARNING), format="lyra-solver: %(levelname)s: %(message)s")
-    logging.getLogger("lyra_solver").setLevel(level)
+    configure_logging("lyra-solver", verbosity_of(args))
     log.debug("%s: %s", args.command, {k: v for k, v in sorted(vars(args).items()) if k not in ("run", "command")})
     t0 = time.perf_counter()
     try:

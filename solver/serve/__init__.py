@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lyra_solver.errors import InputError
+from lyra_solver.logsetup import verbosity_of
 
 __all__ = ["is_loopback", "read_token", "run"]
 
@@ -91,7 +92,7 @@ def run(args, build_parser: Callable[[], argparse.ArgumentParser]) -> int:
     if not is_loopback(args.host) and token is None:
         raise InputError("$", f"--host {args.host} is not a loopback address: serving beyond this machine needs "
                               f"--token-file (a bearer token every request must present)", "lyra-solver serve")
-    verbosity = -1 if getattr(args, "quiet", False) else getattr(args, "verbose", 0) or 0
+    verbosity = verbosity_of(args)
     configure(verbosity)
     try:
         sock = _socket(args.host, args.port)
