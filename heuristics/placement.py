@@ -147,14 +147,21 @@ class BFDOutcome:
 TRAINING, LOANED = Tier.TRAINING, Tier.LOANED  # placement tiers (lyra_solver.formulations.vocabulary)
 
 
-def best_fit_decreasing(problem: PlacementProblem) -> BFDOutcome:
+def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True) -> BFDOutcome:
     """Place every job's workers, best fit decreasing.
 
-    Each job first keeps ``min(current, target)`` of its current workers (a shrinking job drops workers on
-    loaned servers first, then where it has fewest). The rest are placed job by job in decreasing order of
-    GPUs per worker, then of workers to place: base-demand workers on training servers first, extra
-    workers on loaned servers first. A job whose workers do not all fit keeps those that did (the caller
-    decides what fewer workers mean).
+    With ``keep_current`` each job first keeps ``min(current, target)`` of its current workers (a shrinking
+    job drops workers on loaned servers first, then where it has fewest); without it (the round's default:
+    a job whose count changes restarts anyway, so moving its workers costs nothing more) every job is placed
+    afresh. The rest are placed job by job in decreasing order of GPUs per worker, then of workers to place:
+    base-demand workers on training servers first, extra workers on loaned servers first; when no loaned
+    server has room, base and extra workers go together (one fit for the whole job spans fewer servers than
+    a tight fit for the base plus the extras elsewhere). A job whose workers do not all fit keeps those that
+    did (the caller decides what fewer workers mean).
+
+    Placed afresh, 8% of the GPU-seconds of ``lyra-exact --objective hesrpt`` on Pollux workload 4 ran on more
+    servers than their worker count needs, against 80% keeping current workers and 18% with the placement
+    ILP: the measured rate of a placement falls with the servers it spans.
 
     Running time O(C log C + sum_j (servers used by j) * G) with G the largest free GPU count.
 
@@ -183,7 +190,7 @@ def best_fit_decreasing(problem: PlacementProblem) -> BFDOutcome:
     for j, s, c in zip(problem.cur_job, problem.cur_server, problem.cur_count, strict=True):
         cur.setdefault(int(j), []).append((int(s), int(c)))
     for j, pairs in cur.items():
-        keep = int(problem.job_workers[j])
+        keep = int(problem.job_workers[j]) if keep_current else 0
         for s, c in sorted(pairs, key=lambda p: (bool(loaned[p[0]]), -p[1], p[0])):
             k = min(c, keep)
             if k > 0:
@@ -204,8 +211,12 @@ def best_fit_decreasing(problem: PlacementProblem) -> BFDOutcome:
         g = int(gpw[j])
         base_left = max(0, int(problem.job_base[j]) - int(on_training[j]))
         base = min(base_left, int(need[j]))
-        got = index.place(base, g, (TRAINING, LOANED), per_job[j]) if base else 0
         extra = int(need[j]) - base
+        if base and extra and index.capacity(g, (LOANED,)) == 0:
+            # no loaned room: base and extra workers have the same preference, so place them together (one
+            # best fit for the whole job spans fewer servers than the base's tight fit plus the extras)
+            base, extra = base + extra, 0
+        got = index.place(base, g, (TRAINING, LOANED), per_job[j]) if base else 0
         if got == base and extra:
             got += index.place(extra, g, (LOANED, TRAINING), per_job[j])
         have[j] += got

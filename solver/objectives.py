@@ -50,9 +50,9 @@ from collections.abc import Sequence
 import numpy as np
 from lyra_solver.formulations.vocabulary import OBJECTIVES as _VOCABULARY
 
-__all__ = ["MIN_HORIZON", "OBJECTIVES", "SRPT_SCALE", "check_objective", "fitted_exponent", "hesrpt",
-           "hesrpt_weights", "horizons", "jct_reduction", "objective_values", "pollux", "prepare", "srpt",
-           "useful_fraction", "value_scalar"]
+__all__ = ["JOINT_ADMISSION", "MIN_HORIZON", "OBJECTIVES", "SRPT_SCALE", "check_objective", "fitted_exponent",
+           "hesrpt", "hesrpt_weights", "horizons", "jct_reduction", "objective_values", "pollux", "preempt_values",
+           "prepare", "srpt", "useful_fraction", "value_scalar", "wait_values"]
 
 #: The allocation objectives, the default first (Lyra's, so that existing outputs keep their bytes); defined in
 #: :mod:`lyra_solver.formulations.vocabulary` with the other options' values.
@@ -75,6 +75,12 @@ _TIME_CAP = 1e15  # lyra_solver.values.TIME_CAP (values imports this module)
 #: Remaining times below this (seconds) count as this in the rate-based objectives (finite values for jobs
 #: with no work left).
 MIN_TIME = 1e-9
+
+
+#: The objectives whose knapsack also admits: every job of the round (running, queued, just preempted) has the
+#: option of 0 workers (wait, or preempt a running job) valued by :func:`wait_values`, so admission, preemption
+#: and scaling are one decision. ``jct-reduction`` (Lyra's) admits in queue order before scaling, as the paper.
+JOINT_ADMISSION: frozenset[str] = frozenset({"hesrpt"})
 
 
 def check_objective(name: str) -> str:
@@ -314,6 +320,47 @@ def value_scalar(objective: str, t: float, t0: float, restart: bool, penalty: fl
     if objective == "srpt":
         return SRPT_SCALE * (f / t - 1.0 / t0)
     return weight * (f * t0 / t - 1.0)
+
+
+def wait_values(name: str, t0: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """The value of 0 workers (the job waits) for each job, on the scale of :func:`objective_values`.
+
+    ``srpt``: ``-H0 / T(min)`` (the job completes at rate 0); ``hesrpt``: ``-c`` (speedup 0); ``pollux``:
+    ``1 - 1 / MIN_FRACTION`` (the speedup floored at :data:`MIN_FRACTION`, as Pollux floors it: the power
+    mean with ``p = -1`` all but forbids a job from waiting while GPUs could run it). Each is the formula at
+    ``T(0) = inf`` with the objective's own floor, so waiting is the option of rate 0 of the same table: a
+    queued job is admitted exactly when running it (at some count) is worth more than the GPUs elsewhere.
+    Not defined for ``jct-reduction`` (it admits in queue order). O(J).
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`JOINT_ADMISSION`.
+    t0 : (J,) array
+        ``T_j(min_j)``.
+    weight : (J,) array
+        The objective's per-job weight (:func:`prepare`).
+    """
+    if name not in JOINT_ADMISSION:
+        raise ValueError(f"objective {name!r} has no wait option (it admits in queue order)")
+    t0 = np.asarray(t0, np.float64)
+    if name == "srpt":
+        return -SRPT_SCALE / np.where(t0 < MIN_TIME, MIN_TIME, t0)
+    if name == "hesrpt":
+        return -np.asarray(weight, np.float64)
+    return np.full(t0.shape, 1.0 - 1.0 / MIN_FRACTION)
+
+
+def preempt_values(wait: np.ndarray, current: np.ndarray, penalty: np.ndarray, horizon: np.ndarray) -> np.ndarray:
+    """The value of preempting a running job: waiting's value less the restart it will pay on resuming.
+
+    ``V(0) - (V(cur) - V(0)) P / H``: over the horizon ``H`` (:func:`horizons`) the job loses its preemption
+    penalty ``P`` of progress at the rate it had, the same hysteresis as a rescale's factor ``f`` (a young
+    job is dear to stop, an old one cheap). ``wait``, ``current`` (the value of its current count), ``penalty``
+    and ``horizon`` are (J,) arrays. O(J).
+    """
+    gap = np.maximum(np.asarray(current, np.float64) - wait, 0.0)
+    return wait - gap * np.asarray(penalty, np.float64) / np.asarray(horizon, np.float64)
 
 
 def horizons(ages: np.ndarray) -> np.ndarray:

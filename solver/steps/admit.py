@@ -21,6 +21,7 @@ from lyra_solver.formulations.vocabulary import ServerKind, Tier
 from lyra_solver.heuristics.donation import Donation
 from lyra_solver.heuristics.placement import FreeIndex
 from lyra_solver.heuristics.queue import queue_order
+from lyra_solver.objectives import JOINT_ADMISSION
 from lyra_solver.steps._state import Admitted, Cluster, RoundState, Settings, usable_servers, used_gpus
 from lyra_solver.values import JobOptions, value_table
 
@@ -30,8 +31,12 @@ ADMIT_TIERS = (Tier.TRAINING, Tier.LOANED, Tier.BORROWED)  # base demand prefers
 
 
 def admit(state: RoundState, settings: Settings) -> Admitted:
-    """Base demand of the queued jobs in queue order (``settings.queue``), then by donation."""
+    """Base demand of the queued jobs in queue order (``settings.queue``), then by donation. Nobody is admitted
+    here when the objective admits in its own knapsack (:data:`lyra_solver.objectives.JOINT_ADMISSION`): the
+    scale step then decides who runs."""
     cl, reclaimed, borrowed = state.cluster, state.reclaimed, state.borrowed
+    if settings.objective in JOINT_ADMISSION:
+        return Admitted(reclaimed.placement, (), frozenset())
     snap = cl.snap
     queued = reclaimed.queued
     times_min = times_at_min(cl, queued)

@@ -4,7 +4,9 @@
 
 Base demand goes on training servers first, flexible (extra) workers on loaned servers first, so that a later
 reclaim shrinks jobs instead of preempting them. Running jobs keep their placement unless their worker count
-changes. Running time O(S + W log S) for best fit decreasing (W workers that move), plus the ILP's.
+changes; a job whose count changes restarts anyway, so best fit decreasing places it afresh (fewest servers
+spanned) rather than around the workers it had. Running time O(S + W log S) for best fit decreasing (W workers
+that move), plus the ILP's.
 """
 from __future__ import annotations
 
@@ -23,18 +25,23 @@ log = logging.getLogger(__name__)
 
 def place(state: RoundState, settings: Settings) -> Placed:
     """Workers onto servers. Jobs whose count is unchanged keep their placement; the others are placed
-    best fit decreasing (or by the placement ILP), keeping what they have where they can."""
+    afresh, best fit decreasing (or by the placement ILP, which keeps what they have where it spans no more
+    servers)."""
     cl, adm, sc, rec, borrowed = state.cluster, state.admitted, state.scaled, state.reclaimed, state.borrowed
     admitted = set(adm.admitted)
     target = dict(zip(sc.jobs, sc.targets.tolist(), strict=True))
-    moving = [j for j in sc.jobs if j in admitted or target[j] != sum(adm.placement[j].values())]
+    # a target of 0 (the objective's knapsack admits: lyra_solver.objectives.JOINT_ADMISSION) runs no worker
+    stopped = [j for j in sc.jobs if target[j] == 0]
+    moving = [j for j in sc.jobs if target[j] > 0 and (j in admitted or adm.placement[j] is None
+                                                       or target[j] != sum(adm.placement[j].values()))]
     moving_set = set(moving)
     servers = np.flatnonzero(usable_servers(cl, rec, borrowed))
     pos = {int(s): i for i, s in enumerate(servers)}
-    used = used_gpus(cl, [None if j in moving_set else p for j, p in enumerate(adm.placement)])
+    gone = moving_set.union(stopped)
+    used = used_gpus(cl, [None if j in gone else p for j, p in enumerate(adm.placement)])
     cj, cs, cc = [], [], []
     for i, j in enumerate(moving):
-        for s, n in adm.placement[j].items():
+        for s, n in (adm.placement[j] or {}).items():
             cj.append(i)
             cs.append(pos[s])
             cc.append(n)
@@ -42,14 +49,20 @@ def place(state: RoundState, settings: Settings) -> Placed:
         server_free=(cl.gpus - used)[servers], server_loaned=cl.kind[servers] != 0,
         job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
         cur_job=cj, cur_server=cs, cur_count=cc)
-    out = best_fit_decreasing(problem)
+    out = best_fit_decreasing(problem, keep_current=False)
+    if (out.placed < problem.job_workers).any():  # afresh left a worker out: keep current workers, as admitted
+        out = best_fit_decreasing(problem)
     per_job = out.placement.per_job
     report = StepReport("bfd", "feasible")
     if settings.placement == "exact" and moving:
         per_job, report = _exact_placement(problem, out, per_job, report, settings)
     placement = list(adm.placement)
+    for j in stopped:
+        placement[j] = None
     for i, j in enumerate(moving):
-        placement[j] = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
+        got = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
+        # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
+        placement[j] = got if sum(got.values()) >= int(cl.min_w[j]) or j in admitted else None
     return Placed(tuple(placement), report)
 
 

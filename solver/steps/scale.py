@@ -20,6 +20,7 @@ from lyra_solver.formulations import SolveResult, relative_gap
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
 from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
 from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD, OBJECTIVES
+from lyra_solver.objectives import JOINT_ADMISSION, horizons, preempt_values, wait_values
 from lyra_solver.steps._state import RoundState, Scaled, Settings, StepReport, usable_servers, used_gpus
 from lyra_solver.values import TIME_CAP, JobOptions, ValueTable, lp_bound, option_grid, option_value, value_table
 
@@ -35,6 +36,8 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     jobs hold, so a running job may also shrink. A job touched this round (shrunk by the reclaim, or a donor) is
     charged no restart; a donor keeps its count (it does not grow back in the round it gave workers).
     """
+    if settings.objective in JOINT_ADMISSION:
+        return _scale_joint(state, settings)
     cl, adm, rec = state.cluster, state.admitted, state.reclaimed
     snap = cl.snap
     jobs = tuple(j for j, pl in enumerate(adm.placement) if pl)
@@ -78,6 +81,73 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         targets[elastic] = chosen
         report = _thinned_report(res, value, opts, table, elastic, capacity, cl.server_gpus, settings)
     return Scaled(jobs, table, targets, report)
+
+
+def _scale_joint(state: RoundState, settings: Settings) -> Scaled:
+    """Admission, preemption and scaling as one knapsack (the objectives of :data:`JOINT_ADMISSION`).
+
+    Every job that could run on the usable servers is a class of the MCKP: option 0 (wait; for a running job,
+    preempt) of weight 0, valued by :func:`~lyra_solver.objectives.wait_values` (a running job's by
+    :func:`~lyra_solver.objectives.preempt_values`: waiting less the preemption penalty over its horizon), and
+    its options ``min..max`` of weight ``gpus_per_worker x w``, valued by the objective's table. The capacity
+    is every GPU of the usable servers that no job outside the table holds. A target of 0 is a job that does
+    not run this round; the place step leaves it without workers (the decision says ``wait`` or ``preempt``).
+    A job whose base demand exceeds the capacity waits. A thinned table (wider than :data:`MAX_TABLE_CELLS`)
+    is solved on its grid, as :func:`scale`'s; the report is then ``feasible``, the grid's optimum.
+
+    Running time: the value table's O(J M) and the MCKP method's on J classes of at most M + 1 options.
+    """
+    cl, rec = state.cluster, state.reclaimed
+    snap = cl.snap
+    usable = usable_servers(cl, rec, state.borrowed)
+    held = {j: sum(p.values()) for j, p in enumerate(rec.placement) if p}
+    capacity = int(cl.gpus[usable].sum())  # every job is in the table (running ones on usable servers only)
+    jobs = tuple(j for j, job in enumerate(snap.jobs)
+                 if j in held or job.min_workers * job.gpus_per_worker <= capacity)
+    if not jobs:
+        empty = np.zeros((0, 1))
+        return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
+                                     np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
+    cur = {j: held.get(j, 0) for j in jobs}
+    opts = []
+    for j in jobs:  # options heavier than the whole capacity can never be chosen (a lossless cut)
+        job, c = snap.jobs[j], cur[j]
+        untouched = c > 0 and j not in rec.shrunk
+        opts.append(JobOptions(job.throughput, job.min_workers, min(job.max_workers, capacity // job.gpus_per_worker),
+                               job.remaining_work, job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0))
+    opts, thinned = _thin(opts)
+    ages = np.array([snap.now - snap.jobs[j].submit_time for j in jobs], np.float64)
+    table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend, objective=settings.objective,
+                        ages=ages.tolist())
+    weight = table.job_weights if table.job_weights is not None else np.ones(len(jobs))
+    wait = wait_values(settings.objective, table.times[:, 0], weight)
+    running = np.fromiter((cur[j] > 0 for j in jobs), bool, len(jobs))
+    if running.any():
+        base, step, _ = option_grid(opts)
+        cols = np.clip((np.fromiter((cur[j] for j in jobs), np.int64, len(jobs)) - base) // step, 0,
+                       table.sizes - 1)
+        now = table.values[np.arange(len(jobs)), cols]
+        pen = np.fromiter((snap.jobs[j].preemption_penalty for j in jobs), np.float64, len(jobs))
+        wait = np.where(running, preempt_values(wait, np.where(np.isfinite(now), now, wait), pen, horizons(ages)),
+                        wait)
+    gpw = np.fromiter((snap.jobs[j].gpus_per_worker for j in jobs), np.int64, len(jobs))
+    weights = np.concatenate([np.zeros((len(jobs), 1), np.int64),
+                              table.weights + (table.min_workers * gpw)[:, None]], axis=1)
+    values = np.concatenate([wait[:, None], np.where(np.isfinite(table.values), table.values, 0.0)], axis=1)
+    problem = MCKPProblem.from_padded(weights, values, table.sizes + 1, capacity)
+    method = ALLOCATION_METHOD[settings.allocation]
+    res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
+    if res.choice is None:
+        log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
+        res = solve_mckp(problem, method="hull")
+    base, step, _ = option_grid(opts)
+    choice = np.asarray(res.choice, dtype=np.int64)
+    top = np.fromiter((o.max_workers for o in opts), np.int64, len(opts))
+    targets = np.where(choice == 0, 0, np.clip(base + (choice - 1) * step, table.min_workers, top))
+    report = StepReport.of(res, method=f"mckp-{res.method}")
+    if thinned:
+        report = StepReport(f"mckp-{res.method}-thinned", "feasible", res.objective, None, None)
+    return Scaled(jobs, table, targets.astype(np.int64), report)
 
 
 #: Zoom rounds of a thinned allocation (each a table of at most :data:`MAX_TABLE_CELLS` cells and one MCKP).

@@ -88,7 +88,9 @@ def test_rates_follow_the_measured_placement_and_accumulate_beyond_the_largest_l
 
 
 @needs_pollux
-def test_snapshot_shows_a_rate_table_of_the_current_epoch():
+def test_snapshot_shows_the_exact_remaining_time_at_every_count():
+    """The oracle: remaining_work / rate(w) is the job's remaining time at w workers held to its end, each
+    later epoch at its own rate (summed here epoch by epoch, from the model's progress boundaries)."""
     from lyra_solver.bench.sim.engine import _Sim
     from lyra_solver.bench.sim.jobs import SimJob
     from lyra_solver.bench.sim.pollux import compact
@@ -98,10 +100,25 @@ def test_snapshot_shows_a_rate_table_of_the_current_epoch():
     sim = _Sim(specs, get_policy("optimus"), SimConfig(training_servers=16, inference_servers=0, server_gpus=4),
                None)
     j = SimJob(specs[0], 0)
-    j.epoch = 7
+    m = specs[0].model
+    while j.epoch < 7:
+        j.next_epoch()
+    j.remaining = j.level + 0.25 * (j.remaining - j.level)  # three quarters of epoch 7 done
     tab = sim.job_throughput(j, 1, 6)
     assert list(tab.workers) == [1, 2, 3, 4, 5, 6]
-    assert list(tab.rate) == [specs[0].model.rate(compact(w, 4), 7) for w in range(1, 7)]
+    for w, rate in zip(tab.workers, tab.rate, strict=True):
+        done = specs[0].work - j.remaining
+        expected, e = 0.0, 0
+        while e < m.epochs():
+            lo = m.boundary(e)
+            hi = m.boundary(e + 1) if e + 1 < m.epochs() else specs[0].work
+            left = hi - max(lo, done)
+            if left > 0:
+                expected += left / m.rate(compact(w, 4), e)
+            e += 1
+        assert j.remaining / rate == pytest.approx(expected, rel=1e-9)
+    # later epochs train faster at this batch: the current epoch's rate alone would overstate the time left
+    assert j.remaining / tab.rate[0] < j.remaining / m.rate(compact(1, 4), 7)
     assert compact(6, 4) == (4, 2) and compact(8, 4) == (4, 4)
 
 
