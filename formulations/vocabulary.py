@@ -22,7 +22,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import TYPE_CHECKING, Literal, get_args
 
-from lyra_solver.formulations import methods as _methods
+import lyra_solver.formulations.methods as _methods
 from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.methods import unique
 

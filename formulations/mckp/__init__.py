@@ -28,8 +28,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import lyra_solver.formulations.methods as _methods
 import numpy as np
-from lyra_solver.formulations import methods as _methods
 from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 

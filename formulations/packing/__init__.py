@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from lyra_solver.formulations import methods as _methods
+import lyra_solver.formulations.methods as _methods
 from lyra_solver.formulations.packing._types import (
     POLICIES,
     Member,

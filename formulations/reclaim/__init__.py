@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from lyra_solver.formulations import methods as _methods
+import lyra_solver.formulations.methods as _methods
 from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
 from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.reclaim._types import (
