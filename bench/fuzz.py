@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import functools
 import json
 import logging
 import math
@@ -37,9 +38,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from lyra_solver.formulations.methods import JOINT, MCKP, PLACEMENT, RECLAIM, unique
 
 log = logging.getLogger(__name__)
 
@@ -234,8 +238,21 @@ def _preload() -> None:
     import lyra_solver.bench.sim.cli  # noqa: F401
     import lyra_solver.bench.sim.engine  # noqa: F401
     import lyra_solver.check  # noqa: F401
-    import lyra_solver.cli  # noqa: F401
     import lyra_solver.pipeline  # noqa: F401
+
+    _cli_main()
+
+
+@functools.cache
+def _cli_main() -> Callable[[list[str]], int]:
+    """The ``lyra-solver`` command's function, found as installed (its console-script entry point): the fuzzer
+    drives the command line as a user's shell would, and imports no module of it (the command line dispatches
+    ``bench fuzz`` here)."""
+    from importlib.metadata import entry_points
+
+    for script in entry_points(group="console_scripts", name="lyra-solver"):
+        return script.load()
+    raise RuntimeError("the lyra-solver command is not installed (pip install -e .)")
 
 
 def run_forked(call, *, memory_mb: int, timeout: float, cwd: str, stdin: bytes | None = None
@@ -293,9 +310,7 @@ def run_forked(call, *, memory_mb: int, timeout: float, cwd: str, stdin: bytes |
 
 def _cli_call(argv: list[str]):
     def call() -> int:
-        from lyra_solver.cli import main
-
-        return main(argv)
+        return _cli_main()(argv)
 
     return call
 
@@ -724,7 +739,8 @@ def _overrun_cases(scale: float, seed: int) -> list[tuple[str, str, dict]]:
 
 
 #: What each kind of case runs: MCKP methods, and decide's exact steps (every one of them in one round).
-OVERRUN_MCKP_METHODS = ("core", "dp", "cpsat", "cbc", "highs", "greedy", "hull")
+#: (every MCKP method of the table but its aliases and ``gpu``, which needs a device)
+OVERRUN_MCKP_METHODS = tuple(m for m in MCKP.names(aliases=False) if m != "gpu")
 OVERRUN_DECIDE = {"exact steps": ["--allocation", "exact", "--reclaim", "exact", "--placement", "exact",
                                   "--packing", "exact"],
                   "default steps": []}
@@ -733,7 +749,8 @@ OVERRUN_DECIDE = {"exact steps": ["--allocation", "exact", "--reclaim", "exact",
 #: The reclaim, placement and joint front doors' exact methods (the CLI reaches only their CP-SAT method, through
 #: ``decide``): each is timed in its own process through ``python -m lyra_solver.bench.fuzz --front-door``.
 OVERRUN_FRONT_DOORS = ("reclaim", "placement", "joint")
-OVERRUN_FRONT_DOOR_METHODS = ("cpsat", "cbc")
+OVERRUN_FRONT_DOOR_METHODS = unique(RECLAIM.names(front_door=True), PLACEMENT.names(front_door=True),
+                                    JOINT.names(front_door=True))
 
 
 def joint_instance(n_servers: int, seed: int):
@@ -917,7 +934,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m lyra_solver.bench
     if args.memory_mb < 256:
         print("error: --memory-mb: at least 256 MB are needed to start Python with numpy", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.WARNING, format="fuzz: %(message)s")
+    from lyra_solver.logsetup import configure_logging
+
+    configure_logging("fuzz", levels=False)
     if args.front_door is not None:
         family, _, method = args.front_door.partition(":")
         if family not in OVERRUN_FRONT_DOORS or method not in OVERRUN_FRONT_DOOR_METHODS:

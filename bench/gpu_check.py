@@ -1,7 +1,7 @@
 """Check every GPU path against numpy on fresh random inputs, and time it (issue 14's prepared device script).
 
 ``python -m lyra_solver.bench.gpu_check`` on a machine with a CUDA GPU (torch; CuPy for the cooperative MCKP
-kernel and the cupy value-table backend) runs the full sizes, about 2 to 4 minutes on one H200 (most of it
+kernel and the cupy value-table backend) runs the full sizes, a few minutes (most of it
 torch.compile's first compilation); without a GPU (or with ``--cpu``) it runs torch on the CPU at small sizes.
 
 What it does
@@ -377,7 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", type=int, default=30, help="small random MCKP instances per kernel")
     ap.add_argument("--fused64", action="store_true", help="also compile and check the fused kernel in float64")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="gpu_check: %(levelname)s: %(message)s")
+    from lyra_solver.logsetup import configure_logging
+
+    configure_logging("gpu_check")
     if not _has("torch"):
         print("gpu_check: torch is not installed (pip install 'lyra-solver[gpu]')", file=sys.stderr)
         return 2

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import logging
 import math
@@ -41,27 +40,29 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from lyra_solver.bench.suites import (
+    SUITES,
+    Config,
+    Instance,
+    Method,
+    Outcome,
+    Suite,
+    Target,
+    _plain,
+    load_suite,
+    outcome_of,
+    register_suite,
+)
 from lyra_solver.bench.tables import detail_table, suite_tables, summary_table, targets_table
 
 __all__ = ["SUITES", "Config", "Instance", "Method", "Outcome", "Suite", "Target", "detail_table", "main",
            "map_tasks", "outcome_of", "register_suite", "run_suites", "suite_tables", "summary_table", "targets_table"]
 
 log = logging.getLogger(__name__)
-
-#: Name of every suite -> "module:attribute" of its :class:`Suite` (imported when the suite runs). One line
-#: registers a suite; ``all`` runs every one of them, in this order.
-SUITES: dict[str, str] = {
-    "mckp": "lyra_solver.bench.suites.mckp:SUITE",
-    "reclaim": "lyra_solver.bench.suites.reclaim:SUITE",
-    "placement": "lyra_solver.bench.suites.placement:SUITE",
-    "decide": "lyra_solver.bench.suites.decide:SUITE",
-    "packing": "lyra_solver.bench.suites.packing:SUITE",
-}
 
 #: Calls slower than this many seconds are not repeated: the warm-up is the measurement.
 SLOW_S = 4.0
@@ -70,184 +71,6 @@ MEDIUM_S = 0.1
 #: Format tag of ``results.json``.
 RESULTS_FORMAT = "lyra-solver-bench/1"
 SCALES = ("tiny", "quick", "full")
-
-
-def register_suite(name: str, target: str) -> None:
-    """Register a suite: ``name`` -> ``"module:attribute"`` of a :class:`Suite` (the one-line way)."""
-    SUITES[name] = target
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The declarations a suite makes
-
-
-@dataclass(frozen=True)
-class Method:
-    """A method of a family, as the tables show it.
-
-    Attributes
-    ----------
-    name : str
-        As the family's front door names it.
-    kind : {"exact", "heuristic"}
-        Exact methods prove their answers (within their limits); heuristics get a gap CDF.
-    reference : bool
-        A reference solver (a third-party solver the others are compared with): every row gets its speed-up
-        against each reference measured on the same instance.
-    """
-
-    name: str
-    kind: str = "exact"
-    reference: bool = False
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One instance, as a specification that a worker rebuilds (JSON-able, so it travels to any backend).
-
-    Attributes
-    ----------
-    group : str
-        The table the instance belongs to.
-    name : str
-        Unique within its suite.
-    size : float
-        The x axis of the time plot (e.g. classes x items, servers).
-    spec : dict
-        Passed to the suite's ``build``; plain JSON values.
-    methods : tuple of str, optional
-        The methods that run on it (default: every method of the suite).
-    """
-
-    group: str
-    name: str
-    size: float
-    spec: dict
-    methods: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a suite reports of one solve (the harness adds the time).
-
-    ``objective`` and ``bound`` are plain floats in the suite's direction (``sense``); ``stats`` are the
-    result's own counters (shown as columns); ``extra`` are the suite's further figures (columns too).
-    """
-
-    status: str
-    objective: float | None = None
-    bound: float | None = None
-    backend_status: str = ""
-    stats: dict = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Target:
-    """A speed or quality target of an issue, judged from the rows of a run.
-
-    ``judge(rows, config)`` returns ``(verdict, detail)``, the verdict one of ``met``, ``not met``,
-    ``not measured here``.
-    """
-
-    issue: int
-    text: str
-    judge: Callable[[list[dict], dict], tuple[str, str]]
-
-
-@dataclass(frozen=True)
-class Config:
-    """Settings of a run (everything a task needs besides its instance and method)."""
-
-    scale: str = "full"
-    seed: int = 0
-    repeat: int = 3
-    time_limit: float = 60.0
-    threads: int = 1
-    options: dict = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True)
-class Suite:
-    """A family's benchmark, declared in one place.
-
-    Attributes
-    ----------
-    name : str
-    title : str
-        Section title of the tables.
-    sense : {"max", "min"}
-        Direction of the objective.
-    methods : callable () -> list of Method
-        The family's methods (read from its registry).
-    instances : callable (Config) -> list of Instance
-    build : callable (spec) -> problem
-        Rebuilds an instance from its specification (cached per process).
-    solve : callable (problem, method, Config) -> Outcome
-    targets : tuple of Target
-    detail_groups : callable (group) -> bool
-        Whether a group gets a row per instance (else one summary row per method).
-    time_plot_groups : tuple of str, optional
-        The groups of the time-against-size plot (default all: instances of one family make a readable line).
-    notes : str
-        Markdown printed under the suite's tables.
-    """
-
-    name: str
-    title: str
-    sense: str
-    methods: Callable[[], list[Method]]
-    instances: Callable[[Config], list[Instance]]
-    build: Callable[[dict], Any]
-    solve: Callable[[Any, str, Config], Outcome]
-    targets: tuple[Target, ...] = ()
-    detail_groups: Callable[[str], bool] = lambda group: False
-    time_plot_groups: tuple[str, ...] | None = None
-    notes: str = ""
-
-
-def outcome_of(result: Any, *, extra: dict | None = None, note: str = "") -> Outcome:
-    """The :class:`Outcome` of a family's result (any object with the shared result fields).
-
-    ``status``, ``objective``, ``bound`` and ``backend_status`` are read as they are; a ``stats`` mapping
-    (when the result has one) becomes the outcome's stats.
-    """
-    stats = getattr(result, "stats", None)
-    if dataclasses.is_dataclass(stats) and not isinstance(stats, type):
-        stats = dataclasses.asdict(stats)
-    elif stats is not None and not hasattr(stats, "items") and hasattr(stats, "__struct_fields__"):  # msgspec
-        stats = {k: getattr(stats, k) for k in stats.__struct_fields__}
-    stats = dict(stats.items()) if hasattr(stats, "items") else {}
-    obj = getattr(result, "objective", None)
-    bound = getattr(result, "bound", None)
-    return Outcome(status=str(getattr(result, "status", "unknown")),
-                   objective=None if obj is None else float(obj),
-                   bound=None if bound is None else float(bound),
-                   backend_status=str(getattr(result, "backend_status", "") or ""),
-                   stats={str(k): _plain(v) for k, v in stats.items()}, extra=dict(extra or {}), note=note)
-
-
-def _plain(v: Any) -> Any:
-    """A JSON value for numpy scalars and the like."""
-    if isinstance(v, bool | int | float | str) or v is None:
-        return v
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    return int(f) if f.is_integer() and abs(f) < 2**53 else f
-
-
-def load_suite(name: str) -> Suite:
-    """The registered suite ``name`` (imports its module)."""
-    if name not in SUITES:
-        raise KeyError(name)
-    module, _, attr = SUITES[name].partition(":")
-    return getattr(importlib.import_module(module), attr or "SUITE")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -605,7 +428,7 @@ OUTPUTS = ("results.json", "*_time.png", "*_gap_cdf.png")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from lyra_solver.cli import _Help
+    from lyra_solver.argparsing import _Help
 
     p = _Parser(prog="lyra-solver bench",
                 description="Optimality gaps and speed of every method: markdown tables, results.json, plots.",
@@ -772,11 +595,6 @@ def _check_outputs(args) -> tuple[Path | None, Path | None]:
 def main(argv: list[str] | None = None) -> int:
     """``lyra-solver bench ...``: exit 0 done, 2 bad usage (one line on stderr), 3 an internal error."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "fuzz":  # `lyra-solver bench fuzz`: hostile inputs through the CLI
-        from lyra_solver.bench.fuzz import main as fuzz_main
-
-        common = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--progress", "--no-progress")
-        return fuzz_main([a for a in argv[1:] if a not in common], prog="lyra-solver bench fuzz")
     if argv and argv[0] == "mckp" and "--speed" in argv[1:]:  # cold start and 10-seed spread (issues 22, 24)
         from lyra_solver.bench.mckp_speed import main as speed_main
 
@@ -802,10 +620,9 @@ def main(argv: list[str] | None = None) -> int:
             print("lyra-solver bench: error: --backend ray: ray is not installed (pip install 'lyra-solver[ray]')",
                   file=sys.stderr)
             return 2
-    level = (logging.ERROR if args.quiet else logging.WARNING if not args.verbose else
-             logging.INFO if args.verbose == 1 else logging.DEBUG)
-    logging.basicConfig(level=max(level, logging.WARNING), format="lyra-solver bench: %(levelname)s: %(message)s")
-    logging.getLogger("lyra_solver").setLevel(level)
+    from lyra_solver.logsetup import configure_logging, verbosity_of
+
+    configure_logging("lyra-solver bench", verbosity_of(args))
     log.debug("bench: suites %s, %s, jobs %d, backend %s", names, cfg, jobs, args.backend)
     from lyra_solver.bench.progress import wanted
     command = "lyra-solver bench " + " ".join(argv)

@@ -1,5 +1,6 @@
-"""Markdown tables of benchmark rows (:mod:`lyra_solver.bench.harness`): a line per row in detail groups, a line
-per method in summary groups (status counts, gap and time distributions, median speed-ups), and the targets table.
+"""Markdown tables of benchmark rows (:mod:`lyra_solver.bench.harness`, the suites of :mod:`lyra_solver.bench.suites`):
+a line per row in detail groups, a line per method in summary groups (status counts, gap and time distributions,
+median speed-ups), and the targets table.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lyra_solver.bench.harness import Suite
+    from lyra_solver.bench.suites import Suite
 
 __all__ = ["clip", "detail_table", "suite_tables", "summary_table", "targets_table"]
 

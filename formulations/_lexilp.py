@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from lyra_solver.formulations._forked import run_bounded
 from lyra_solver.formulations._result import Status
+from lyra_solver.formulations._status import CBC_SOLUTION, CPSAT_STATUS, cbc_outcome, cpsat_outcome
 
 __all__ = ["BACKENDS", "LexAnswer", "Milp", "integerise", "solve_lex"]
 
@@ -226,9 +227,7 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, determ
     first_status = Status.NO_SOLUTION
     first_bound = None
     names: list[str] = []
-    ok = "OPTIMAL"
-    code = {cp_model.OPTIMAL: "OPTIMAL", cp_model.FEASIBLE: "FEASIBLE", cp_model.INFEASIBLE: "INFEASIBLE",
-            cp_model.UNKNOWN: "UNKNOWN", cp_model.MODEL_INVALID: "MODEL_INVALID"}
+    ok = CPSAT_STATUS[int(cp_model.OPTIMAL)].name
     for stage, (idx, coef) in enumerate(objectives):
         expr = cp_model.LinearExpr.weighted_sum([vs[i] for i in idx], coef)
         m.minimize(expr)
@@ -251,9 +250,9 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, determ
                 break
             solver.parameters.max_time_in_seconds = max(left, 0.001)
         def run(solver=solver, stage=stage):
-            st = solver.solve(m)
-            found = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-            return (st, solver.response_proto.deterministic_time,
+            outcome = cpsat_outcome(solver.solve(m))
+            found = outcome.solution
+            return (outcome, solver.response_proto.deterministic_time,
                     [int(solver.value(v)) for v in vs] if found else None,
                     float(solver.best_objective_bound) if found else None,
                     float(solver.objective_value) if found else None)
@@ -265,17 +264,17 @@ def _solve_lex_cpsat(model: Milp, objectives, *, time_limit, num_workers, determ
             if answer is None:
                 names.append(f"KILLED {KILL_GRACE} s after the time limit")
                 break
-        st, det, found_values, found_bound, found_objective = answer
+        outcome, det, found_values, found_bound, found_objective = answer
         det_used += det
-        names.append(code.get(st, str(st)))
-        if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        names.append(outcome.name)
+        if outcome.solution:
             values = found_values
             if stage == 0:
-                first_status = Status.OPTIMAL if st == cp_model.OPTIMAL else Status.FEASIBLE
+                first_status = Status.OPTIMAL if outcome.proven else Status.FEASIBLE
                 first_bound = found_bound
         elif stage == 0:
-            first_status = Status.INFEASIBLE if st == cp_model.INFEASIBLE else Status.NO_SOLUTION
-        if st != cp_model.OPTIMAL or stage == len(objectives) - 1:
+            first_status = Status.INFEASIBLE if outcome.infeasible else Status.NO_SOLUTION
+        if not outcome.proven or stage == len(objectives) - 1:
             break
         best = int(round(found_objective))
         m.add(expr <= best)
@@ -320,7 +319,7 @@ def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers, start: f
     first_status = Status.NO_SOLUTION
     first_bound = None
     names: list[str] = []
-    ok = pulp.LpSolution[pulp.LpSolutionOptimal]
+    ok = CBC_SOLUTION[pulp.LpSolutionOptimal].name
     for stage, (idx, coef) in enumerate(objectives):
         expr = pulp.LpAffineExpression([(vs[i], c) for i, c in zip(idx, coef, strict=True)])
         prob.setObjective(expr)
@@ -334,25 +333,23 @@ def _solve_lex_cbc(model: Milp, objectives, *, time_limit, num_workers, start: f
             break
         # CBC gets the time left (fractions of a second included) and is killed shortly after the deadline
         run = run_cbc(prob, deadline=deadline, threads=max(1, int(num_workers)), gap_rel=0.0, gap_abs=0.0)
-        sol = prob.sol_status
-        # CBC's "Integer infeasible" (LP feasible, no integer point: a proof) leaves PuLP's solution status at
-        # "No Solution Found"; only its problem status says Infeasible. A run stopped by its limit is "Not Solved".
-        proven_infeasible = sol == pulp.LpSolutionInfeasible or prob.status == pulp.LpStatusInfeasible
-        names.append("Infeasible" if proven_infeasible else pulp.LpSolution.get(sol, str(sol))
-                     + (f" ({run.note})" if run.note else ""))
-        got = sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible) and all(
-            v.varValue is not None for v in vs)
+        # the statuses' rows of the CBC tables (cbc_outcome): CBC's "Integer infeasible" (a proof) shows only in
+        # PuLP's problem status; a run stopped by its limit is "Not Solved"
+        outcome = cbc_outcome(prob.status, prob.sol_status)
+        sol_name = outcome.name.partition("/")[2]
+        names.append("Infeasible" if outcome.infeasible else sol_name + (f" ({run.note})" if run.note else ""))
+        got = outcome.solution and all(v.varValue is not None for v in vs)
         if got:
             values = [int(round(v.varValue)) for v in vs]
             if stage == 0:
-                if sol == pulp.LpSolutionOptimal:
+                if outcome.proven:
                     first_status = Status.OPTIMAL
                     first_bound = float(sum(c * values[i] for i, c in zip(idx, coef, strict=True)))
                 else:
                     first_status = Status.FEASIBLE
         elif stage == 0:
-            first_status = Status.INFEASIBLE if proven_infeasible else Status.NO_SOLUTION
-        if sol != pulp.LpSolutionOptimal or not got or stage == len(objectives) - 1:
+            first_status = Status.INFEASIBLE if outcome.infeasible else Status.NO_SOLUTION
+        if not outcome.proven or not got or stage == len(objectives) - 1:
             break
         best = int(round(sum(c * values[i] for i, c in zip(idx, coef, strict=True))))
         prob += pulp.LpConstraint(pulp.LpAffineExpression(expr), pulp.LpConstraintLE, f"lex{stage}", best)

@@ -9,16 +9,25 @@ where the pipeline works on integer codes in arrays.
 Values are case-sensitive: ``"Exact"`` is not ``"exact"`` (the formats are JSON, whose strings are exact; the
 error names the allowed values).
 
+The values that name methods (queue orders, allocation, reclaim, placement and packing options, and the method
+names a decision reports) are derived from the method tables (:mod:`lyra_solver.formulations.methods`). Their
+``Literal`` types are spelled out for type checkers (under ``TYPE_CHECKING``; a test keeps them equal to the
+tables) and built from the tables at run time, which msgspec and the JSON Schemas read.
+
 This module sits in ``formulations`` because every layer may import it (``heuristics`` uses the queue orders and
-placement tiers); it imports only the solve statuses and the MCKP method registry.
+placement tiers); it imports only the solve statuses and the method tables.
 """
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
+import lyra_solver.formulations.methods as _methods
 from lyra_solver.formulations._result import Status
-from lyra_solver.formulations.mckp import METHODS as MCKP_METHODS
+from lyra_solver.formulations.methods import unique
+
+#: Every name the MCKP front door accepts (:data:`lyra_solver.formulations.methods.MCKP`).
+MCKP_METHODS: tuple[str, ...] = _methods.MCKP.names()
 
 __all__ = [
     "ALLOCATIONS", "ALLOCATION_METHOD", "MCKP_METHODS", "OBJECTIVES", "Objective", "PACKINGS", "PACKING_POLICIES",
@@ -60,28 +69,36 @@ class Tier(IntEnum):
 
 # --------------------------------------------------------------------------------------------- options
 #: Admission order of queued jobs: shortest T(min) first, first in first out, least attained service.
-QueueOrder = Literal["sjf", "fifo", "las"]
-QUEUE_ORDERS: tuple[str, ...] = get_args(QueueOrder)
+QUEUE_ORDERS: tuple[str, ...] = _methods.QUEUE.names()
 
 #: Elastic allocation: ``exact`` (the fastest exact MCKP method, ``auto`` of :data:`MCKP_METHODS`) or one of
-#: the two MCKP heuristics of the same names.
-Allocation = Literal["exact", "greedy", "hull"]
-ALLOCATIONS: tuple[str, ...] = get_args(Allocation)
+#: the MCKP heuristics of the same names.
+ALLOCATIONS: tuple[str, ...] = ("exact", *_methods.MCKP.names(kind="heuristic", decide=True))
 #: The MCKP method that runs each allocation.
-ALLOCATION_METHOD: dict[str, str] = {"exact": "auto", "greedy": "greedy", "hull": "hull"}
+ALLOCATION_METHOD: dict[str, str] = {"exact": "auto", **{h: h for h in ALLOCATIONS[1:]}}
 
 #: Server reclamation: Lyra's greedy or the exact ILP.
-ReclaimOption = Literal["greedy", "exact"]
-RECLAIMS: tuple[str, ...] = get_args(ReclaimOption)
+RECLAIMS: tuple[str, ...] = (*_methods.RECLAIM.names(kind="heuristic", decide=True), "exact")
 
 #: Placement: best fit decreasing or the placement ILP.
-PlacementOption = Literal["bfd", "exact"]
-PLACEMENTS: tuple[str, ...] = get_args(PlacementOption)
+PLACEMENTS: tuple[str, ...] = (*_methods.PLACEMENT.names(kind="heuristic", decide=True), "exact")
 
 #: GPU sharing after placement (step 6): ``off`` (default), Gimbal's greedy, Lucid's threshold pairing,
 #: Gandiva's random pairing, or the exact assignment (CP-SAT).
-Packing = Literal["off", "gimbal", "lucid", "random", "exact"]
-PACKINGS: tuple[str, ...] = get_args(Packing)
+PACKINGS: tuple[str, ...] = ("off", *_methods.PACKING.names(kind="heuristic", decide=True), "exact")
+
+if TYPE_CHECKING:  # the same values, spelled out for type checkers
+    QueueOrder = Literal["sjf", "fifo", "las"]
+    Allocation = Literal["exact", "greedy", "hull"]
+    ReclaimOption = Literal["greedy", "exact"]
+    PlacementOption = Literal["bfd", "exact"]
+    Packing = Literal["off", "gimbal", "lucid", "random", "exact"]
+else:
+    QueueOrder = Literal[QUEUE_ORDERS]
+    Allocation = Literal[ALLOCATIONS]
+    ReclaimOption = Literal[RECLAIMS]
+    PlacementOption = Literal[PLACEMENTS]
+    Packing = Literal[PACKINGS]
 
 #: Objective of packing (Gimbal's policies).
 PackingPolicy = Literal["jct", "deadline", "makespan"]
@@ -99,10 +116,17 @@ StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 
 #: Method names a decision's ``summary.methods`` may report, per step: ``none`` (nothing to do), the reclaim
 #: methods, ``mckp-<method>`` for allocation and ``mckp-<method>-thinned`` when the value table was thinned, the
-#: placement methods (``bfd-fallback``: the ILP gave no answer), the packing methods (``cpsat`` for ``exact``).
-STEP_METHODS: tuple[str, ...] = ("none", "greedy", "cpsat", "cbc", "bfd", "bfd-fallback", "gimbal", "lucid",
-                                 "random") + tuple(
-    f"mckp-{m}{suffix}" for suffix in ("", "-thinned") for m in MCKP_METHODS)
+#: placement methods (``<heuristic>-fallback``: the ILP gave no answer), the packing methods (``cpsat`` for
+#: ``exact``): every row of the tables that ``decide`` may run.
+STEP_METHODS: tuple[str, ...] = unique(
+    ("none",),
+    _methods.RECLAIM.names(kind="heuristic", decide=True), _methods.RECLAIM.names(kind="exact", decide=True),
+    _methods.PLACEMENT.names(kind="heuristic", decide=True),
+    tuple(f"{h}-fallback" for h in _methods.PLACEMENT.names(kind="heuristic", decide=True)),
+    _methods.PLACEMENT.names(kind="exact", decide=True),
+    _methods.PACKING.names(kind="heuristic", decide=True), _methods.PACKING.names(kind="exact", decide=True,
+                                                                                aliases=False),
+    tuple(f"mckp-{m}{suffix}" for suffix in ("", "-thinned") for m in MCKP_METHODS))
 StepMethod = Literal[STEP_METHODS]  # type: ignore[valid-type]
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from lyra_solver import __version__, io
+from lyra_solver.argparsing import UsageError, _Help, _Parser
 from lyra_solver.errors import InputError, escape
 from lyra_solver.formulations.vocabulary import (
     ALLOCATIONS,
@@ -27,21 +28,13 @@ from lyra_solver.formulations.vocabulary import (
     QUEUE_ORDERS,
     RECLAIMS,
 )
+from lyra_solver.logsetup import configure_logging, verbosity_of
 from lyra_solver.ops import TABLE_IDS, decision_table  # noqa: F401  (moved to ops, where decide's paths live)
 from lyra_solver.types import SCHEMAS
 
 log = logging.getLogger("lyra_solver.cli")
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2
-        raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
 def _out_guard(out: str | None, inputs: list[str]) -> None:
@@ -185,10 +178,19 @@ def _progress(args, *, total: int, desc: str, unit: str):
         yield b
 
 
-def cmd_bench(args) -> int:
+def _bench(rest: list[str]) -> int:
+    """``lyra-solver bench REST...``: the fuzzer for ``bench fuzz``, else the harness (each parses its own options)."""
+    if rest and rest[0] == "fuzz":  # `lyra-solver bench fuzz`: hostile inputs through this command line
+        from lyra_solver.bench.fuzz import main as fuzz_main
+
+        return fuzz_main([a for a in rest[1:] if a not in COMMON_FLAGS], prog="lyra-solver bench fuzz")
     from lyra_solver.bench.harness import main as run
 
-    return run(args.rest)
+    return run(rest)
+
+
+def cmd_bench(args) -> int:
+    return _bench(args.rest)
 
 
 #: Files ``simulate --out`` writes (under ``--force``, removed from the folder before the run).
@@ -198,7 +200,7 @@ SIMULATE_OUTPUTS = ("summary.json", "timings.json", "jobs-*.csv", "jct_cdf.png",
 def cmd_serve(args) -> int:
     from lyra_solver.serve import run
 
-    return run(args)
+    return run(args, build_parser)
 
 
 def cmd_simulate(args) -> int:
@@ -239,18 +241,6 @@ def cmd_completion(args) -> int:
     script = shtab.complete(build_parser(), shell=args.shell)
     io.write_atomic(args.output or "-", (script.rstrip("\n") + "\n").encode())
     return EXIT_OK
-
-
-class _Help(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows an option's true default where it has one: not for flags, not for a default of None or an empty
-    list, nor where the help already says it (``default`` in its text)."""
-
-    def _get_help_string(self, action):
-        d = action.default
-        if (d is None or d is False or d is argparse.SUPPRESS or (isinstance(d, list | tuple) and not d)
-                or action.nargs == 0 or "default" in (action.help or "")):
-            return action.help
-        return super()._get_help_string(action)
 
 
 #: The options that every command takes, before or after its name (``-q bench`` is ``bench -q``).
@@ -445,20 +435,14 @@ def main(argv: list[str] | None = None) -> int:
         return serve_bench(args_list[first + 2:])
     if (first is not None and args_list[first] == "bench"
             and all(a in COMMON_FLAGS for a in args_list[:first])):  # the harness parses its own options
-        from lyra_solver.bench.harness import main as bench_main
-
-        return bench_main(args_list[first + 1:] + args_list[:first])  # `-q bench X` is `bench X -q`
+        return _bench(args_list[first + 1:] + args_list[:first])  # `-q bench X` is `bench X -q`
     try:
         args = build_parser().parse_args(argv)
     except UsageError as err:
         _say(f"error: {err}")
         return EXIT_INPUT
-    verbose = getattr(args, "verbose", 0)
-    level = logging.ERROR if getattr(args, "quiet", False) else (
-        logging.WARNING if not verbose else logging.INFO if verbose == 1 else logging.DEBUG)
     # the project's loggers at the level asked; other libraries' only from warnings (their debug lines are noise)
-    logging.basicConfig(level=max(level, logging.WARNING), format="lyra-solver: %(levelname)s: %(message)s")
-    logging.getLogger("lyra_solver").setLevel(level)
+    configure_logging("lyra-solver", verbosity_of(args))
     log.debug("%s: %s", args.command, {k: v for k, v in sorted(vars(args).items()) if k not in ("run", "command")})
     t0 = time.perf_counter()
     try:

@@ -24,51 +24,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import NamedTuple
 
 import numpy as np
 from lyra_solver.objectives import check_objective, horizons, objective_values, prepare, value_scalar
 from lyra_solver.throughput import _profiles, rate_one, servers_spanned
 from lyra_solver.types import PowerThroughput, ProfileThroughput, TableThroughput
+from lyra_solver.value_types import TIME_CAP, JobOptions, ValueTable
 
-
-class JobOptions(NamedTuple):
-    """What the value table needs of one job (a view the pipeline builds from the snapshot; a named tuple, cheap
-    to build for 50,000 jobs a round)."""
-
-    throughput: object
-    min_workers: int
-    max_workers: int
-    remaining_work: float
-    gpus_per_worker: int = 1
-    current_workers: int = 0  # 0: not running
-    restart_penalty: float = 0.0
-    step: int = 1  # > 1: a thinned grid of options (see :func:`option_grid`)
-    anchor: int = 0  # > 0: a count the thinned grid must hold (else the current count, else min)
-
-
-@dataclass(frozen=True, eq=False)
-class ValueTable:
-    """Padded tables: ``values[j, k]`` and ``weights[j, k]`` for option ``w = min_j + k``, ``k < sizes[j]``.
-
-    ``times[j, k]`` is the remaining time ``T_j(min_j + k)``. Padding holds ``-inf`` values and the row's last
-    weight (so rows stay non-decreasing). ``objective`` is the formula of ``values``; ``ages`` and
-    ``job_weights`` its per-job inputs (None for ``jct-reduction``), kept so that an option off the table's grid
-    can be valued the same way (:func:`option_value`).
-    """
-
-    values: np.ndarray
-    weights: np.ndarray
-    times: np.ndarray
-    sizes: np.ndarray
-    min_workers: np.ndarray
-    objective: str = "jct-reduction"
-    ages: np.ndarray | None = None
-    job_weights: np.ndarray | None = None
-
-    @property
-    def n_jobs(self) -> int:
-        return int(self.sizes.shape[0])
+__all__ = ["AUTO_MIN_CELLS", "BACKENDS", "TIME_CAP", "JobOptions", "ValueTable", "lp_bound", "option_grid",
+           "option_value", "resolve_backend", "value_table", "value_table_scalar", "value_tables"]
 
 
 def option_value(table: ValueTable, row: int, job: JobOptions, w: int, *, server_gpus: int = 8) -> float:
@@ -314,10 +278,6 @@ def option_grid(jobs: list[JobOptions]) -> tuple[np.ndarray, np.ndarray, np.ndar
     sizes = -((base - maxs) // step) + 1  # ceil((max - base) / step) + 1
     return base, step, sizes
 
-
-#: Remaining times are capped here (seconds, about 30 million years) so that absurd but valid inputs
-#: (huge work, tiny rates) give finite values instead of ``inf - inf``.
-TIME_CAP = 1e15
 
 _KIND = {PowerThroughput: 0, TableThroughput: 1, ProfileThroughput: 2}
 

@@ -32,17 +32,12 @@ generated kernel) that reads each job's parameters once per row and writes each 
 ``(J, 1)`` column ``T(min)`` is computed in the same pass, no ``(J, M)`` temporary exists.
 ``cupy``: the expression on cupy arrays (unfused, imported lazily).
 
-Memory-bound analysis (the 1,000,000 x 256 target)
----------------------------------------------------
-256 M cells; float32 values are 1.02 GB written, the per-job parameters about 60 MB read (plus ``3 K``
-knot floats per table job, L1/L2 resident while a row is written). The profile grid (6 x 64 x 16 floats,
-24 KB) stays in L1/L2. So the fused kernel is bound by the 1 GB write: at the H200's 4.8 TB/s HBM peak
-that is 0.21 ms, and 0.5 ms needs 2 TB/s (about 42 % of peak), which a pointwise kernel with 128-bit
-stores reaches. Compute per cell: one log/exp pair (power; SFU), ``K`` fused multiply-adds and selects
-(table), one cached gather (profile), one division: about 30 + 3 K instructions per cell, 8 G for the
-table, below the bandwidth time at 60+ TFLOP/s. The eager expression writes and reads about ten
-``(J, M)`` temporaries (over 10 GB of traffic), hence its 4 ms. Asking for ``times`` doubles the output
-(2 GB: about 0.45 ms at peak).
+Speed
+-----
+The fused kernel reads each job's parameters once per row and writes each cell once, so it is bound by the
+output's memory traffic (``J x M`` float32 values; ``times`` doubles it); the eager expression also writes and
+reads its ``(J, M)`` temporaries. Measured timings, and the bandwidth estimate for issue 14's 1,000,000 x 256
+target, are in BENCHMARKS.md (section "GPU"; ``python -m lyra_solver.bench.gpu_check`` measures them).
 
 Tolerance (what the tests and ``bench/gpu_check`` assert): with ``scale = |T(min)| + |T(w)| + penalty``,
 ``|V - V_numpy| <= rtol * scale + atol`` with ``rtol = 1e-9`` in float64 and ``2e-5`` in float32 (float32 keeps
@@ -61,7 +56,7 @@ import numpy as np
 from lyra_solver.objectives import check_objective, horizons, objective_values, prepare
 from lyra_solver.throughput import _profiles
 from lyra_solver.types import PROFILE_MODELS, PowerThroughput, ProfileThroughput, TableThroughput
-from lyra_solver.values import TIME_CAP, JobOptions, ValueTable
+from lyra_solver.value_types import TIME_CAP, JobOptions, ValueTable
 
 log = logging.getLogger(__name__)
 

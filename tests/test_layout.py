@@ -6,6 +6,7 @@ imports no other folder of the project; only ``solver/cli.py`` imports ``bench``
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
@@ -89,7 +90,10 @@ def test_wheel_holds_only_lyra_solver(tmp_path):
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
     for name in files:
-        if (ROOT / name).is_file():
+        if (ROOT / name).is_symlink():  # the package's links (pyproject.toml): copied as links
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            (src / name).symlink_to(os.readlink(ROOT / name))
+        elif (ROOT / name).is_file():
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, src / name)
     out = tmp_path / "dist"
@@ -107,3 +111,20 @@ def test_wheel_holds_only_lyra_solver(tmp_path):
         assert expected in names, expected
     entry = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "lyra-solver = lyra_solver.cli:main" in entry
+
+
+def test_the_editable_install_is_a_plain_path_that_type_checkers_follow():
+    """``lyra_solver`` lies at its own name in the repository (links to the folders), so the README's
+    ``pip install -e .`` puts the repository on sys.path with a static .pth file, not an import hook."""
+    assert (ROOT / "lyra_solver").resolve() == ROOT / "solver"
+    for folder in ("formulations", "heuristics", "bench"):
+        assert (ROOT / "solver" / folder).resolve() == ROOT / folder
+    import lyra_solver
+
+    assert Path(lyra_solver.__file__).resolve() == ROOT / "solver" / "__init__.py"
+    import site
+
+    pths = [p for d in site.getsitepackages() for p in Path(d).glob("__editable__*lyra_solver*.pth")]
+    if pths:  # an editable install of this checkout: the .pth names the repository, no finder is imported
+        text = pths[0].read_text()
+        assert "import " not in text and Path(text.strip()).resolve() == ROOT

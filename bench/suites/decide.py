@@ -1,7 +1,8 @@
 """Decide suite: one whole round (parse + validate + decide + encode) per allocation method.
 
 Methods: the allocation vocabulary of the snapshot options (``exact``, ``greedy``, ``hull``; read from
-:data:`lyra_solver.formulations.vocabulary.ALLOCATIONS`, so a new allocation method joins these tables).
+:data:`lyra_solver.formulations.vocabulary.ALLOCATIONS`, derived from the MCKP method table, so a new allocation
+method joins these tables).
 
 Instances (``--quick`` in brackets):
 
@@ -22,35 +23,18 @@ from __future__ import annotations
 
 import math
 import time
-import typing
 from functools import lru_cache
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite, Target
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite, Target
 from lyra_solver.bench.suites._judge import NOT_MEASURED, time_target
-
-DEFAULT_ALLOCATIONS = ("exact", "greedy", "hull")
 
 
 def allocations() -> tuple[str, ...]:
-    """The allocation methods that ``decide`` accepts (the options' vocabulary)."""
-    try:
-        from lyra_solver.formulations.vocabulary import ALLOCATIONS
+    """The allocation methods that ``decide`` accepts (the options' vocabulary, from the MCKP method table)."""
+    from lyra_solver.formulations.vocabulary import ALLOCATIONS
 
-        return tuple(ALLOCATIONS)
-    except ImportError:
-        pass
-    try:
-        from lyra_solver.types import Options
-
-        hint = typing.get_type_hints(Options).get("allocation")
-        args = tuple(a for a in typing.get_args(hint) if isinstance(a, str))
-        if args:
-            return args
-        values = tuple(getattr(m, "value", None) for m in hint)  # an enum
-        return tuple(v for v in values if isinstance(v, str)) or DEFAULT_ALLOCATIONS
-    except Exception:  # noqa: BLE001 - the vocabulary moved: fall back to the documented names
-        return DEFAULT_ALLOCATIONS
+    return ALLOCATIONS
 
 
 def methods() -> list[Method]:

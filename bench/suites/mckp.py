@@ -26,26 +26,23 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite, Target, outcome_of
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite, Target, outcome_of
 from lyra_solver.bench.suites._judge import ratio_target, time_target
+from lyra_solver.formulations.methods import MCKP
 
-#: Third-party exact solvers: every other method's speed-up against each is shown.
-REFERENCES = ("cpsat", "highs", "cbc")
+#: Third-party exact solvers: every other method's speed-up against each is shown (the table's reference rows).
+REFERENCES = tuple(r.name for r in MCKP.rows if r.reference)
 #: The groups with a row per instance (the others get one summary row per method), named by what they hold.
 GROUPS = {"cluster_1000": "cluster 1,000 x 32, with the references", "cluster_10000": "cluster 10,000 x 64",
           "strongly_1000": "Pisinger strongly 1,000 x 10, with the references",
           "pisinger_10000": "Pisinger 10,000 x 10 at R = 10,000, our exact methods"}
 #: Methods that do not prove optimality (gap CDF plots).
-HEURISTICS = ("greedy", "hull")
+HEURISTICS = MCKP.names(kind="heuristic")
 
 
 def methods() -> list[Method]:
-    """Every method of the MCKP registry, aliases left out (``auto`` is ``core``)."""
-    from lyra_solver.formulations import mckp
-
-    aliases = set(getattr(mckp, "ALIASES", {}))
-    return [Method(m, "heuristic" if m in HEURISTICS else "exact", m in REFERENCES)
-            for m in mckp.METHODS if m not in aliases]
+    """Every method of the MCKP table, aliases left out (``auto`` is ``core``)."""
+    return [Method(r.name, r.kind, r.reference) for r in MCKP.rows if not r.alias_of]
 
 
 def _ours_and_heuristics() -> tuple[str, ...]:

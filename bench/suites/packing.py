@@ -23,11 +23,13 @@ import json
 from functools import cache
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite, outcome_of
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite, outcome_of
+from lyra_solver.formulations.methods import PACKING
 
 __all__ = ["SUITE", "alibaba_pods", "crowded_snapshot"]
 
-HEURISTICS = ("gimbal", "lucid", "random")
+#: The heuristics of the packing table (:data:`lyra_solver.formulations.methods.PACKING`).
+HEURISTICS: tuple[str, ...] = PACKING.names(kind="heuristic")
 POLICIES = ("jct", "deadline", "makespan")
 GENERATED_UTILS = (0.23, 0.32, 0.47, 0.65, 0.81, 1.0)
 
@@ -116,7 +118,6 @@ def _unit(problem) -> float:
 
 def solve(problem, method: str, cfg: Config) -> Outcome:
     from lyra_solver.formulations.packing import solve_packing
-    from lyra_solver.heuristics.packing import gimbal_greedy, lucid_pairing, random_pairing
 
     if problem is None:
         return Outcome(status="optimal", objective=0.0, bound=0.0, backend_status="no candidate",
@@ -124,12 +125,10 @@ def solve(problem, method: str, cfg: Config) -> Outcome:
     if method == "exact":
         res = solve_packing(problem, method="exact", time_limit=min(cfg.time_limit, 30.0),
                             num_workers=cfg.threads, seed=cfg.seed)
-    elif method == "gimbal":
-        res = gimbal_greedy(problem)
-    elif method == "lucid":
-        res = lucid_pairing(problem)
+    elif method == "random":  # the seeded one
+        res = PACKING.function(method)(problem, seed=cfg.seed)
     else:
-        res = random_pairing(problem, seed=cfg.seed)
+        res = PACKING.function(method)(problem)
     unit = _unit(problem)
     out = outcome_of(res, extra={"guests": problem.n_guests, "hosts": problem.n_hosts,
                                  "candidates": problem.n_candidates, "packed": res.packed, "steps": res.steps})

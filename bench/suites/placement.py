@@ -1,8 +1,8 @@
 """Placement suite: best-fit decreasing against the exact placement ILP on generated clusters.
 
-Methods: the exact methods of :func:`lyra_solver.formulations.placement.solve_placement` (its ``METHODS`` registry
-when it has one; CP-SAT and CBC, both references) and the heuristics of :data:`HEURISTICS` (best-fit decreasing,
-the engine's default placement).
+Methods: the rows of the placement table (:data:`lyra_solver.formulations.methods.PLACEMENT`): the exact methods
+of :func:`lyra_solver.formulations.placement.solve_placement` (CP-SAT and CBC, both references) and the heuristics
+(best-fit decreasing, the engine's default placement).
 
 Instances (:func:`generate_placement`): ``S`` servers, half training and half loaned, partly used (free GPUs
 8, 6, 4 or 2); jobs with 1, 2 or 4 GPUs per worker, base demand 1-3 workers and up to twice as many extra
@@ -16,18 +16,17 @@ base worker on a loaned server (the usual case) it is just the spans. A placemen
 from __future__ import annotations
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite
+from lyra_solver.formulations.methods import PLACEMENT
 
-#: name -> function of :mod:`lyra_solver.heuristics.placement`.
-HEURISTICS: dict[str, str] = {"bfd": "best_fit_decreasing"}
+#: The heuristics of the placement table.
+HEURISTICS: tuple[str, ...] = PLACEMENT.names(kind="heuristic")
 
 
 def methods() -> list[Method]:
-    from lyra_solver.formulations import placement as fp
-
-    aliases = set(getattr(fp, "ALIASES", {}))
-    exact = [m for m in getattr(fp, "METHODS", ("cpsat", "cbc")) if m not in aliases and m not in HEURISTICS]
-    return [Method(m, "exact", True) for m in exact] + [Method(h, "heuristic") for h in HEURISTICS]
+    """The exact methods of the placement table (all third-party: references), then the heuristics."""
+    return [Method(r.name, r.kind, r.reference) for r in PLACEMENT.rows if not r.alias_of and r.kind == "exact"] + [
+        Method(h, "heuristic") for h in HEURISTICS]
 
 
 def generate_placement(n_servers: int, seed: int, *, fill: float = 0.85):
@@ -71,13 +70,12 @@ def build(spec: dict):
 
 def solve(problem, method: str, cfg: Config) -> Outcome:
     from lyra_solver.formulations.placement import solve_placement
-    from lyra_solver.heuristics import placement as hp
 
     total = int(problem.job_workers.sum())
     scale = total + 1
     active = int((problem.job_workers > 0).sum())
     if method in HEURISTICS:
-        res = getattr(hp, HEURISTICS[method])(problem)
+        res = PLACEMENT.function(method)(problem)
         pl = res.placement
         unplaced = int((problem.job_workers - np.asarray(res.placed)).clip(min=0).sum())
         base, spans = pl.base_on_loaned(problem), pl.spans()

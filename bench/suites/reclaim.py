@@ -1,8 +1,9 @@
 """Reclaim suite: Lyra's greedy reclaim and the baselines against the exact reclamation ILP.
 
-Methods: the exact methods of :func:`lyra_solver.formulations.reclaim.solve_reclaim` (its ``METHODS`` registry
-when it has one; CP-SAT and CBC, both third-party solvers, so both are references) and the heuristics of
-:mod:`lyra_solver.heuristics.reclaim` listed in :data:`HEURISTICS` (Lyra's greedy, fewest jobs first, random).
+Methods: the rows of the reclaim table (:data:`lyra_solver.formulations.methods.RECLAIM`): the exact methods of
+:func:`lyra_solver.formulations.reclaim.solve_reclaim` (CP-SAT and CBC, both third-party solvers, so both are
+references) and the heuristics of :mod:`lyra_solver.heuristics.reclaim` (Lyra's greedy, fewest jobs first,
+random).
 
 Groups (``--quick`` sizes in brackets), as in the former ``reclaim_bench``:
 
@@ -19,22 +20,18 @@ The objective is the reclaim cost (seconds of restart and preemption, minimised)
 from __future__ import annotations
 
 import numpy as np
-from lyra_solver.bench.harness import Config, Instance, Method, Outcome, Suite, Target, outcome_of
+from lyra_solver.bench.suites import Config, Instance, Method, Outcome, Suite, Target, outcome_of
 from lyra_solver.bench.suites._judge import NOT_MEASURED
+from lyra_solver.formulations.methods import RECLAIM
 
-#: name -> "function of lyra_solver.heuristics.reclaim" (``random`` takes the instance's seed).
-HEURISTICS: dict[str, str] = {"greedy": "greedy_reclaim", "fewest-jobs": "fewest_jobs_reclaim",
-                              "random": "random_reclaim"}
+#: The heuristics of the reclaim table (``random`` takes the instance's seed).
+HEURISTICS: tuple[str, ...] = RECLAIM.names(kind="heuristic")
 
 
 def methods() -> list[Method]:
-    """The exact methods of the reclaim front door (all third-party: references), then the heuristics."""
-    from lyra_solver.formulations import reclaim as fr
-
-    aliases = set(getattr(fr, "ALIASES", {}))
-    exact = [m for m in getattr(fr, "METHODS", ("cpsat", "cbc"))
-             if m not in aliases and m not in HEURISTICS and m not in ("auto", "trivial")]
-    return [Method(m, "exact", True) for m in exact] + [Method(h, "heuristic") for h in HEURISTICS]
+    """The exact methods of the reclaim table (all third-party: references), then the heuristics."""
+    return [Method(r.name, r.kind, r.reference) for r in RECLAIM.rows if not r.alias_of and r.kind == "exact"] + [
+        Method(h, "heuristic") for h in HEURISTICS]
 
 
 def instances(cfg: Config) -> list[Instance]:
@@ -96,11 +93,10 @@ def build(spec: dict):
 
 def solve(built, method: str, cfg: Config) -> Outcome:
     from lyra_solver.formulations.reclaim import solve_reclaim
-    from lyra_solver.heuristics import reclaim as hr
 
     problem, seed = built
     if method in HEURISTICS:
-        fn = getattr(hr, HEURISTICS[method])
+        fn = RECLAIM.function(method)
         res = fn(problem, seed) if method == "random" else fn(problem)
     else:
         res = solve_reclaim(problem, method=method, time_limit=cfg.time_limit)

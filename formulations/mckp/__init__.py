@@ -26,35 +26,34 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
+import lyra_solver.formulations.methods as _methods
 import numpy as np
 from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 
-__all__ = ["ALIASES", "METHODS", "MCKPProblem", "MCKPResult", "infeasible_result", "make_result", "solve_mckp"]
+__all__ = ["ALIASES", "METHODS", "TABLE", "MCKPMethod", "MCKPProblem", "MCKPResult", "infeasible_result",
+           "make_result", "solve_mckp"]
 
-#: Registry: method name -> (module under this package, function). Modules are imported on first use, so a
-#: backend's library (OR-Tools, PuLP, SciPy, numba) is loaded only when its method runs. Every function takes
-#: ``(problem, *, time_limit, **options)`` and may assume what :func:`solve_mckp` checked before dispatch: at
-#: least one class, the lightest items fit, a valid time limit and only its own options.
-_REGISTRY: Registry = {
-    "core": ("core", "solve_core"),
-    "dp": ("dp", "solve_dp"),
-    "cpsat": ("cpsat", "solve_cpsat"),
-    "cbc": ("cbc", "solve_cbc"),
-    "highs": ("highs", "solve_highs"),
-    "greedy": ("greedy", "solve_greedy"),
-    "hull": ("hull", "solve_hull"),
-    "gpu": ("gpu", "solve_gpu"),
-}
+#: The method table (:data:`lyra_solver.formulations.methods.MCKP`): every name below is derived from it.
+TABLE = _methods.MCKP
+
+#: Registry: method name -> (module under this package, function, fixed arguments), from :data:`TABLE`. Modules
+#: are imported on first use, so a backend's library (OR-Tools, PuLP, SciPy, numba) is loaded only when its method
+#: runs. Every function takes ``(problem, *, time_limit, **options)`` and may assume what :func:`solve_mckp`
+#: checked before dispatch: at least one class, the lightest items fit, a valid time limit and only its own options.
+_REGISTRY: Registry = TABLE.registry()
 
 #: Other names accepted for a method: ``auto`` is our fastest exact method; ``bb`` names the core search
 #: (its state DP fathoms with LP bounds: a breadth-first branch and bound).
-ALIASES: dict[str, str] = {"auto": "core", "bb": "core"}
+ALIASES: dict[str, str] = TABLE.aliases()
 
 #: Every name accepted by :func:`solve_mckp` (the CLI's choices come from here).
-METHODS: tuple[str, ...] = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull", "gpu")
+METHODS: tuple[str, ...] = TABLE.names()
+
+#: :data:`METHODS` as a type: a misspelt method is a type error (kept equal to the table by a test).
+MCKPMethod = Literal["auto", "core", "bb", "dp", "cpsat", "cbc", "highs", "greedy", "hull", "gpu"]
 
 
 def _coerce_problem(problem_or_weights: Any, values: Any, capacity: Any) -> MCKPProblem:
@@ -100,7 +99,7 @@ def _check_numbers(problem: MCKPProblem, name: str) -> None:
 
 def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
                values: Sequence[Sequence[float]] | None = None, capacity: int | None = None, *,
-               method: str = "auto", time_limit: float | None = None, **options: Any) -> MCKPResult:
+               method: MCKPMethod = "auto", time_limit: float | None = None, **options: Any) -> MCKPResult:
     """Solve a multiple-choice knapsack problem.
 
     The checks and trivial cases are done here once, before dispatch: the method name, the time limit and

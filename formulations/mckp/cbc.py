@@ -2,8 +2,11 @@
 
 Model as in :mod:`lyra_solver.formulations.mckp.highs`. PuLP reports a time-limited CBC run with an incumbent as
 ``LpStatusOptimal``; the solution status ``prob.sol_status`` tells them apart (``LpSolutionOptimal`` = proven,
-``LpSolutionIntegerFeasible`` = limit hit with an incumbent). The bound is read from CBC's log (``Upper
-bound:`` for a maximisation, else ``best possible`` of the partial-search line); ``None`` when absent.
+``LpSolutionIntegerFeasible`` = limit hit with an incumbent), read through the CBC status table
+(:func:`~lyra_solver.formulations._status.cbc_outcome`). CBC's own best bound is not exposed: PuLP reads only
+CBC's solution file, which has none, and the bound appears only in CBC's log text, which is not parsed. A
+limit-hit answer therefore carries the LP relaxation's bound (Sinha and Zoltners' slopes, computed here in
+:math:`O(N \\log N)`): proven, but weaker than CBC's.
 
 References
 ----------
@@ -12,49 +15,15 @@ Mitchell, S., O'Sullivan, M., Dunning, I. (2011). PuLP: a linear programming too
 """
 from __future__ import annotations
 
-import math
-import re
 import time
 
 import numpy as np
 from lyra_solver.formulations._cbc import run_cbc
+from lyra_solver.formulations._status import cbc_outcome
+from lyra_solver.formulations.mckp._lp import lp_relaxation, undominated, upper_hull
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, check_float_solver_values, make_result
 
-__all__ = ["parse_cbc_bound", "solve_cbc"]
-
-_UPPER = re.compile(r"^Upper bound:\s*([-+0-9.eE]+)", re.MULTILINE)
-_BEST_POSSIBLE = re.compile(r"best possible\s*([-+0-9.eE]+)")
-
-
-def _safe_float(text: str) -> float:
-    """A printed number, raised by one unit of its last printed digit (CBC rounds what it prints)."""
-    x = float(text)
-    mant = text.lower().split("e")[0]
-    decimals = len(mant.split(".")[1]) if "." in mant else 0
-    exp = int(text.lower().split("e")[1]) if "e" in text.lower() else 0
-    return x + 10.0 ** (exp - decimals)
-
-
-def parse_cbc_bound(log: str) -> float | None:
-    """The proven upper bound of a CBC maximisation run, from its log text (``None`` if not found).
-
-    CBC prints rounded numbers, so the value is raised by one unit of its last printed digit to stay a
-    valid bound.
-    """
-    m = _UPPER.search(log)
-    if m:
-        try:
-            return _safe_float(m.group(1))
-        except ValueError:
-            pass
-    hits = _BEST_POSSIBLE.findall(log)
-    if hits:
-        try:
-            # CBC minimises the negated objective internally
-            return -float(hits[-1]) + (_safe_float(hits[-1]) - float(hits[-1]))
-        except ValueError:
-            return None
-    return None
+__all__ = ["solve_cbc"]
 
 
 #: CBC starts only when the time left is at least this many times what building the model took: writing the
@@ -75,7 +44,7 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
         Seconds for the whole call, model building included: CBC gets the time left (``sec``, elapsed time)
         and is killed :data:`~lyra_solver.formulations._cbc.KILL_GRACE` s after the limit
         (:func:`~lyra_solver.formulations._cbc.run_cbc`). When hit, the incumbent comes back ``feasible`` with
-        the bound from the log, or ``no_solution`` (also when CBC had to be killed).
+        the LP relaxation's bound, or ``no_solution`` (also when CBC had to be killed).
     threads : int
         CBC threads.
 
@@ -134,18 +103,12 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
         return make_result(problem, None, None, proven=False, start=start, method="cbc",
                            backend_status="time limit: too little time left for CBC's set-up")
     run = run_cbc(prob, deadline=deadline, threads=threads, gap_rel=0.0)  # CBC gets the time left, hard-killed
-    log = run.log
-    sol = prob.sol_status
-    name = f"{pulp.LpStatus.get(prob.status, prob.status)}/{pulp.LpSolution.get(sol, sol)}"
-    if run.note:
-        name += f" ({run.note})"
+    outcome = cbc_outcome(prob.status, prob.sol_status)  # the status codes' rows, never CBC's log text
+    name = outcome.name + (f" ({run.note})" if run.note else "")
     # feasibility was established above (the lightest items fit): an "Infeasible" from PuLP here is a run
     # stopped before it found a solution, not a proof
-    bound = parse_cbc_bound(log)
-    if bound is not None and not math.isfinite(bound):
-        bound = None
     choice = None
-    if sol in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+    if outcome.solution:
         choice = np.full(n, -1, dtype=np.int64)
         for i in range(n):
             for k, x in enumerate(xs[i]):
@@ -155,5 +118,9 @@ def solve_cbc(problem: MCKPProblem, *, time_limit: float | None = None, threads:
                     break
         if np.any(choice < 0) or problem.choice_weight(choice) > problem.capacity:
             choice = None
-    return make_result(problem, choice, bound, proven=sol == pulp.LpSolutionOptimal and choice is not None,
-                       start=start, method="cbc", backend_status=name)
+    proven = outcome.proven and choice is not None
+    bound = None
+    if not proven:  # CBC's bound is in its log only: the LP relaxation's is proven too
+        red = undominated(problem)
+        bound = lp_relaxation(red, upper_hull(red), problem.capacity).bound
+    return make_result(problem, choice, bound, proven=proven, start=start, method="cbc", backend_status=name)

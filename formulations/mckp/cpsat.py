@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 from lyra_solver.formulations._forked import run_bounded
+from lyra_solver.formulations._status import cpsat_outcome
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, exact_sum, make_result
 
 #: Seconds CP-SAT may run past the time limit (under a limit) before its process is killed.
@@ -85,7 +86,8 @@ def solve_cpsat(problem: MCKPProblem, *, time_limit: float | None = None, num_wo
     Returns
     -------
     MCKPResult
-        ``method="cpsat"``; ``backend_status`` is CP-SAT's status name.
+        ``method="cpsat"``; ``backend_status`` is CP-SAT's status name
+        (:data:`~lyra_solver.formulations._status.CPSAT_STATUS`).
 
     Raises
     ------
@@ -137,31 +139,29 @@ def solve_cpsat(problem: MCKPProblem, *, time_limit: float | None = None, num_wo
     solver.parameters.random_seed = int(seed)
 
     def run():
-        st = solver.solve(model)
-        found = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-        return (st, solver.status_name(st), float(solver.best_objective_bound) if found else math.nan,
-                np.array([solver.boolean_value(v) for v in x], dtype=bool) if found else None)
+        outcome = cpsat_outcome(solver.solve(model))
+        return (outcome, float(solver.best_objective_bound) if outcome.solution else math.nan,
+                np.array([solver.boolean_value(v) for v in x], dtype=bool) if outcome.solution else None)
 
     if time_limit is None:
-        status, name, best_bound, vals = run()
+        outcome, best_bound, vals = run()
     else:  # CP-SAT's presolve can run seconds past its limit on large models: run it where it can be killed
         answer = run_bounded(run, start + float(time_limit) + KILL_GRACE, what="CP-SAT", size=len(x))
         if answer is None:
             return make_result(problem, None, None, proven=False, start=start, method="cpsat",
                                backend_status=f"killed {KILL_GRACE} s after the time limit")
-        status, name, best_bound, vals = answer
+        outcome, best_bound, vals = answer
     # INFEASIBLE cannot be a proof here: feasibility was established above (the lightest items fit)
+    if not outcome.solution:
+        # (without a solution, CP-SAT may report a bound it never proved, e.g. 0 when stopped before presolve)
+        return make_result(problem, None, None, proven=False, start=start, method="cpsat",
+                           backend_status=outcome.name)
     slack = 0.0 if s == 1.0 else n / 2.0
     bound: float | None = None
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        # (with UNKNOWN, CP-SAT may report a bound it never proved, e.g. 0 when stopped before presolve)
-        b = best_bound
-        if math.isfinite(b):
-            bound = (b + slack) / s
-            bound += 1e-12 * max(1.0, abs(bound))
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        choice = np.zeros(n, dtype=np.int64)
-        choice[rows[vals]] = cols[vals]
-        return make_result(problem, choice, bound, proven=status == cp_model.OPTIMAL, start=start,
-                           method="cpsat", backend_status=name)
-    return make_result(problem, None, bound, proven=False, start=start, method="cpsat", backend_status=name)
+    if math.isfinite(best_bound):
+        bound = (best_bound + slack) / s
+        bound += 1e-12 * max(1.0, abs(bound))
+    choice = np.zeros(n, dtype=np.int64)
+    choice[rows[vals]] = cols[vals]
+    return make_result(problem, choice, bound, proven=outcome.proven, start=start, method="cpsat",
+                       backend_status=outcome.name)

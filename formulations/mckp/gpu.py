@@ -24,14 +24,12 @@ the CPU (the test suite's check of the method) and is the GPU fallback where CuP
 sequence per class (the "naive per-class loop" that the cooperative kernel is measured against).
 ``auto``: ``cupy`` when CuPy sees a CUDA device, else ``torch``.
 
-Target and analysis (10,000 classes x 64 items, capacity 100,000, H200)
------------------------------------------------------------------------
-6.4e10 max-plus steps in all, 6.4e6 per class: from shared memory (16 doubles per clock per SM, 132 SMs at
-1.98 GHz) about 1.5 us per class; the tile copy (0.8 MB per class from L2) well under that; a grid
-synchronisation of 132 blocks 1 to 2 us. So about 3 us per class, 30 ms for the 10,000 classes, plus 1 GB of
-choice bytes written (0.3 ms) and 10,000 dependent loads of the back-tracking (about 5 ms): within the 50 ms
-target, where one launch per class (about 5 us of launch latency each, eager torch several per class) cannot
-be. The sequential dependency over classes is the DP's; the parallelism is over ``d``.
+Speed
+-----
+The sequential dependency over classes is the DP's; the parallelism is over ``d``, so the cooperative kernel pays
+one grid synchronisation per class where a launch per class (eager torch: several per class) pays launch latency.
+Measured timings, and the estimate for issue 14's 10,000 x 64 x 100,000 target, are in BENCHMARKS.md (section
+"GPU"; ``python -m lyra_solver.bench.gpu_check`` measures them).
 
 Memory bound
 ------------

@@ -15,21 +15,10 @@ import time
 
 import numpy as np
 from lyra_solver.formulations._forked import run_bounded
+from lyra_solver.formulations._status import HIGHS_STATUS, highs_outcome
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, check_float_solver_values, make_result
 
-__all__ = ["solve_highs"]
-
-
-#: scipy.optimize.milp's ``status`` codes (its documented result statuses, which it maps from HiGHS's model
-#: status): the backend status written in answers, and whether the answer is proven optimal. The status is read
-#: from this table, never from the message text.
-HIGHS_STATUS: dict[int, tuple[str, bool]] = {
-    0: ("Optimal", True),
-    1: ("Time or iteration limit reached", False),
-    2: ("Infeasible", False),  # not a proof here: solve_mckp established feasibility before dispatch
-    3: ("Unbounded", False),
-    4: ("Other", False),
-}
+__all__ = ["HIGHS_STATUS", "solve_highs"]
 
 
 #: Above this many variables HiGHS runs without presolve unless asked: its presolve of the MCKP rows grows
@@ -65,8 +54,9 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
     Returns
     -------
     MCKPResult
-        ``method="highs"``; ``backend_status`` is the text of scipy's status code (:data:`HIGHS_STATUS`, e.g.
-        ``Optimal``, ``Time or iteration limit reached``).
+        ``method="highs"``; ``backend_status`` is the name of scipy's status code
+        (:data:`~lyra_solver.formulations._status.HIGHS_STATUS`, e.g. ``Optimal``, ``Time or iteration limit
+        reached``).
 
     Notes
     -----
@@ -109,7 +99,7 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
             return make_result(problem, None, None, proven=False, start=start, method="highs",
                                backend_status=f"killed {KILL_GRACE} s after the time limit")
         status, x, dual = answer
-    msg, proven = HIGHS_STATUS.get(status, (f"status {status}", False))
+    outcome = highs_outcome(status)  # the status code's row of HIGHS_STATUS, never the message text
     # status == 2 (infeasible) cannot be a proof here: feasibility was established above
     bound = -float(dual) if dual is not None and math.isfinite(dual) else None
     choice = None
@@ -121,8 +111,8 @@ def solve_highs(problem: MCKPProblem, *, time_limit: float | None = None,
             choice[rows[sel]] = cols[sel]
             if problem.choice_weight(choice) > problem.capacity:
                 choice = None
-    return make_result(problem, choice, bound, proven=proven and choice is not None, start=start,
-                       method="highs", backend_status=msg)
+    return make_result(problem, choice, bound, proven=outcome.proven and choice is not None, start=start,
+                       method="highs", backend_status=outcome.name)
 
 
 #: Seconds HiGHS may run past the time limit before its process is killed.

@@ -21,10 +21,9 @@ because ``formulations`` imports nothing of the project.
 """
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
+import lyra_solver.formulations.methods as _methods
 from lyra_solver.formulations.packing._types import (
     POLICIES,
     Member,
@@ -37,28 +36,25 @@ from lyra_solver.formulations.packing._types import (
 )
 from lyra_solver.formulations.packing.speed import SHARES, job_rate, pair_speed
 
-__all__ = ["ALIASES", "METHODS", "POLICIES", "SHARES", "Member", "PackingProblem", "PackingResult",
-           "evaluate_packing", "feasibility_error", "job_rate", "make_result", "pair_speed", "set_value",
-           "solve_packing"]
+__all__ = ["ALIASES", "METHODS", "POLICIES", "TABLE", "PackingMethod", "SHARES", "Member", "PackingProblem",
+           "PackingResult", "evaluate_packing", "feasibility_error", "job_rate", "make_result", "pair_speed",
+           "set_value", "solve_packing"]
 
-_REGISTRY: dict[str, tuple[str, str]] = {
-    "cpsat": ("cpsat", "solve_cpsat"),
-    "brute": ("brute", "solve_brute"),
-}
+#: The method table (:data:`lyra_solver.formulations.methods.PACKING`): the exact methods are this front door's;
+#: the heuristics' rows name their functions in :mod:`lyra_solver.heuristics.packing`.
+TABLE = _methods.PACKING
 
 #: Other names accepted: ``exact`` is our exact method.
-ALIASES: dict[str, str] = {"exact": "cpsat"}
+ALIASES: dict[str, str] = TABLE.aliases()
 
 #: Every name accepted by :func:`solve_packing`.
-METHODS: tuple[str, ...] = ("exact", "cpsat", "brute")
+METHODS: tuple[str, ...] = TABLE.names(front_door=True)
+
+#: :data:`METHODS` as a type (kept equal to the table by a test).
+PackingMethod = Literal["exact", "cpsat", "brute"]
 
 
-def _method_function(name: str) -> Callable[..., PackingResult]:
-    module, function = _REGISTRY[name]
-    return getattr(importlib.import_module(f"{__name__}.{module}"), function)
-
-
-def solve_packing(problem: PackingProblem, *, method: str = "exact", time_limit: float | None = None,
+def solve_packing(problem: PackingProblem, *, method: PackingMethod = "exact", time_limit: float | None = None,
                   **options: Any) -> PackingResult:
     """Solve a packing problem exactly.
 
@@ -96,4 +92,4 @@ def solve_packing(problem: PackingProblem, *, method: str = "exact", time_limit:
         raise ValueError(f"time_limit: must be >= 0 seconds, got {time_limit!r}")
     if method not in METHODS:
         raise ValueError(f"method: unknown method {method!r}; expected one of {', '.join(METHODS)}")
-    return _method_function(ALIASES.get(method, method))(problem, time_limit=time_limit, **options)
+    return TABLE.function(method)(problem, time_limit=time_limit, **options)

@@ -29,6 +29,7 @@ import math
 import time
 
 import numpy as np
+from lyra_solver.formulations._status import cpsat_outcome
 from lyra_solver.formulations.mckp.cpsat import scale_values
 from lyra_solver.formulations.packing._types import N_SHARES, PackingProblem, PackingResult, make_result
 
@@ -260,15 +261,15 @@ def solve_cpsat(problem: PackingProblem, *, time_limit: float | None = None, num
         solver.parameters.max_time_in_seconds = max(float(time_limit) - (time.perf_counter() - start), 1e-3)
     solver.parameters.num_workers = int(num_workers)
     solver.parameters.random_seed = int(seed)
-    status = solver.solve(model)
-    name = solver.status_name(status)
+    outcome = cpsat_outcome(solver.solve(model))
+    name = outcome.name
     bound = None
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and math.isfinite(solver.best_objective_bound):
+    if outcome.solution and math.isfinite(solver.best_objective_bound):
         slack = 0.0 if scale == 1.0 else slack_terms / 2.0
         bound = (solver.best_objective_bound + slack) / scale + const
         bound += 1e-9 * max(1.0, abs(bound))
     steps = int(solver.num_branches)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if not outcome.solution:
         return make_result(problem, None, None, None, bound, proven=False, start=start, method="cpsat",
                            backend_status=name, steps=steps)
     assignment, gk, hk = [-1] * Q, [0] * Q, [0] * Q
@@ -276,5 +277,5 @@ def solve_cpsat(problem: PackingProblem, *, time_limit: float | None = None, num
         if solver.boolean_value(v):
             g = int(problem.cand_guest[c])
             assignment[g], gk[g], hk[g] = c, k, l
-    return make_result(problem, assignment, gk, hk, bound, proven=status == cp_model.OPTIMAL, start=start,
+    return make_result(problem, assignment, gk, hk, bound, proven=outcome.proven, start=start,
                        method="cpsat", backend_status=name, steps=steps)

@@ -18,8 +18,9 @@ Best fit decreasing, the heuristic, is :func:`lyra_solver.heuristics.placement.b
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
+import lyra_solver.formulations.methods as _methods
 from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
 from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.placement._types import (
@@ -33,28 +34,32 @@ from lyra_solver.formulations.placement._types import (
     unplaceable_job,
 )
 
-__all__ = ["JOINT_METHODS", "METHODS", "JointProblem", "JointResult", "Placement", "PlacementProblem",
-           "PlacementResult", "joint_value", "solve_joint", "solve_placement"]
+__all__ = ["JOINT_METHODS", "JOINT_TABLE", "METHODS", "TABLE", "JointMethod", "PlacementMethod", "JointProblem",
+           "JointResult", "Placement", "PlacementProblem", "PlacementResult", "joint_value", "solve_joint",
+           "solve_placement"]
 
-#: Registries: method name -> (module under this package, function, fixed keyword arguments), imported on
-#: first use. Every function takes ``(problem, *, time_limit, **options)`` and may assume what the front door
-#: checked before dispatch (a valid time limit, only its own options, and a problem that is not trivially
-#: infeasible).
-_REGISTRY: Registry = {
-    "cpsat": ("ilp", "solve_ilp", {"backend": "cpsat"}),
-    "cbc": ("ilp", "solve_ilp", {"backend": "cbc"}),
-}
-_JOINT_REGISTRY: Registry = {
-    "cpsat": ("joint", "solve_joint_ilp", {"backend": "cpsat"}),
-    "cbc": ("joint", "solve_joint_ilp", {"backend": "cbc"}),
-}
+#: The method tables (:data:`lyra_solver.formulations.methods.PLACEMENT` and ``JOINT``): the exact methods are
+#: these front doors'; the heuristic's row names its function in :mod:`lyra_solver.heuristics.placement`.
+TABLE = _methods.PLACEMENT
+JOINT_TABLE = _methods.JOINT
+
+#: Registries: method name -> (module under this package, function, fixed keyword arguments), from the tables,
+#: imported on first use. Every function takes ``(problem, *, time_limit, **options)`` and may assume what the
+#: front door checked before dispatch (a valid time limit, only its own options, and a problem that is not
+#: trivially infeasible).
+_REGISTRY: Registry = TABLE.registry()
+_JOINT_REGISTRY: Registry = JOINT_TABLE.registry()
 
 #: Every name accepted by :func:`solve_placement` / :func:`solve_joint`.
-METHODS: tuple[str, ...] = tuple(_REGISTRY)
-JOINT_METHODS: tuple[str, ...] = tuple(_JOINT_REGISTRY)
+METHODS: tuple[str, ...] = TABLE.names(front_door=True)
+JOINT_METHODS: tuple[str, ...] = JOINT_TABLE.names(front_door=True)
+
+#: :data:`METHODS` and :data:`JOINT_METHODS` as types (kept equal to the tables by a test).
+PlacementMethod = Literal["cpsat", "cbc"]
+JointMethod = Literal["cpsat", "cbc"]
 
 
-def solve_placement(problem: PlacementProblem, *, method: str = "cpsat", time_limit: float | None = None,
+def solve_placement(problem: PlacementProblem, *, method: PlacementMethod = "cpsat", time_limit: float | None = None,
                     **options: Any) -> PlacementResult:
     """Place every job's workers, minimising (base on loaned, spans, moved) lexicographically.
 
@@ -107,7 +112,7 @@ def solve_placement(problem: PlacementProblem, *, method: str = "cpsat", time_li
     return function(problem, time_limit=time_limit, **options)
 
 
-def solve_joint(problem: JointProblem, *, method: str = "cpsat", time_limit: float | None = None,
+def solve_joint(problem: JointProblem, *, method: JointMethod = "cpsat", time_limit: float | None = None,
                 **options: Any) -> JointResult:
     """Choose every job's worker count and placement together, maximising the total value.
 

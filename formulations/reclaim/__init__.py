@@ -16,8 +16,9 @@ the same :class:`ReclaimResult`.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
+import lyra_solver.formulations.methods as _methods
 from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
 from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.reclaim._types import (
@@ -30,23 +31,27 @@ from lyra_solver.formulations.reclaim._types import (
     target_count,
 )
 
-__all__ = ["METHODS", "ReclaimProblem", "ReclaimResult", "evaluate_reclaim", "gpus_unreachable", "infeasible_result",
-           "result_for", "solve_reclaim", "target_count"]
+__all__ = ["METHODS", "TABLE", "ReclaimMethod", "ReclaimProblem", "ReclaimResult", "evaluate_reclaim",
+           "gpus_unreachable", "infeasible_result", "result_for", "solve_reclaim", "target_count"]
 
-#: Registry: method name -> (module under this package, function, fixed keyword arguments). Modules are
-#: imported on first use. Every function takes ``(problem, *, time_limit, **options)`` and may assume what
-#: :func:`solve_reclaim` checked before dispatch: a request that is neither empty, nor every server, nor
+#: The method table (:data:`lyra_solver.formulations.methods.RECLAIM`): the exact methods are this front door's;
+#: the heuristics' rows name their functions in :mod:`lyra_solver.heuristics.reclaim`.
+TABLE = _methods.RECLAIM
+
+#: Registry: method name -> (module under this package, function, fixed keyword arguments), from :data:`TABLE`.
+#: Modules are imported on first use. Every function takes ``(problem, *, time_limit, **options)`` and may assume
+#: what :func:`solve_reclaim` checked before dispatch: a request that is neither empty, nor every server, nor
 #: unreachable, a valid time limit and only its own options.
-_REGISTRY: Registry = {
-    "cpsat": ("ilp", "solve_ilp", {"backend": "cpsat"}),
-    "cbc": ("ilp", "solve_ilp", {"backend": "cbc"}),
-}
+_REGISTRY: Registry = TABLE.registry()
 
 #: Every name accepted by :func:`solve_reclaim`.
-METHODS: tuple[str, ...] = tuple(_REGISTRY)
+METHODS: tuple[str, ...] = TABLE.names(front_door=True)
+
+#: :data:`METHODS` as a type (kept equal to the table by a test).
+ReclaimMethod = Literal["cpsat", "cbc"]
 
 
-def solve_reclaim(problem: ReclaimProblem, *, method: str = "cpsat", time_limit: float | None = None,
+def solve_reclaim(problem: ReclaimProblem, *, method: ReclaimMethod = "cpsat", time_limit: float | None = None,
                   **options: Any) -> ReclaimResult:
     """Exact reclamation: the cheapest set of servers to return, then the fewest preemptions.
 

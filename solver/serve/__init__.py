@@ -16,15 +16,18 @@ or received size passes ``--max-body-mb``, 408 on a slow body) without a framewo
 """
 from __future__ import annotations
 
+import argparse
 import asyncio
 import ipaddress
 import logging
 import os
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 from lyra_solver.errors import InputError
+from lyra_solver.logsetup import verbosity_of
 
 __all__ = ["is_loopback", "read_token", "run"]
 
@@ -68,18 +71,20 @@ def _socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run(args) -> int:
+def run(args, build_parser: Callable[[], argparse.ArgumentParser]) -> int:
     """Serve until SIGTERM or SIGINT; returns the exit code (0 after a clean drain).
 
     ``args`` is the ``serve`` subcommand's namespace (``host``, ``port``, ``workers``, ``queue_size``,
-    ``max_body_mb``, ``request_timeout``, ``body_timeout``, ``token_file``, ``verbose``/``quiet``). Bad settings
-    raise :class:`InputError` (one line, exit 2), before anything is started.
+    ``max_body_mb``, ``request_timeout``, ``body_timeout``, ``token_file``, ``verbose``/``quiet``);
+    ``build_parser`` the command line's parser factory (:func:`lyra_solver.cli.build_parser`), whose subcommands
+    parse the requests' query options. Bad settings raise :class:`InputError` (one line, exit 2), before anything
+    is started.
     """
     try:
         import uvicorn
     except ImportError:
         raise InputError("$", "serve needs uvicorn: pip install 'lyra-solver[serve]'", "lyra-solver serve") from None
-    from lyra_solver.serve.app import App, Settings
+    from lyra_solver.serve.app import App, QueryOptions, Settings
     from lyra_solver.serve.logs import configure
     from lyra_solver.serve.pool import Pool
 
@@ -87,7 +92,7 @@ def run(args) -> int:
     if not is_loopback(args.host) and token is None:
         raise InputError("$", f"--host {args.host} is not a loopback address: serving beyond this machine needs "
                               f"--token-file (a bearer token every request must present)", "lyra-solver serve")
-    verbosity = -1 if getattr(args, "quiet", False) else getattr(args, "verbose", 0) or 0
+    verbosity = verbosity_of(args)
     configure(verbosity)
     try:
         sock = _socket(args.host, args.port)
@@ -97,7 +102,7 @@ def run(args) -> int:
     settings = Settings(max_body=int(args.max_body_mb * 2**20), request_timeout=args.request_timeout,
                         body_timeout=args.body_timeout, token=token)
     pool = Pool(args.workers, args.queue_size, verbosity)
-    app = App(settings, pool)
+    app = App(settings, pool, QueryOptions(build_parser))
     config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False, server_header=False,
                             timeout_graceful_shutdown=args.request_timeout + args.body_timeout + 5.0,
                             timeout_keep_alive=5, limit_concurrency=args.max_connections, backlog=2048)

@@ -28,16 +28,17 @@ import contextlib
 import hmac
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from urllib.parse import parse_qsl
 
 import msgspec
+from lyra_solver.argparsing import UsageError
 from lyra_solver.serve.metrics import CONTENT_TYPE as METRICS_TYPE
 from lyra_solver.serve.metrics import Metrics
 from lyra_solver.serve.pool import Pool, QueueFull, Timeout, WorkerDied
 
-__all__ = ["App", "Settings", "query_options"]
+__all__ = ["App", "QueryOptions", "Settings"]
 
 log = logging.getLogger("lyra_solver.serve")
 access = logging.getLogger("lyra_solver.serve.access")
@@ -79,38 +80,50 @@ def _error_body(path: str, message: str) -> bytes:
     return msgspec.json.encode({"error": {"message": message, "path": path}}, order="sorted") + b"\n"
 
 
-@cache
-def _subcommand(name: str) -> argparse.ArgumentParser:
-    """The CLI's own parser of subcommand ``name`` (options, choices and checks all come from it)."""
-    from lyra_solver.cli import build_parser
+class QueryOptions:
+    """The options of the CLI's subcommands given as HTTP queries, parsed and checked by the CLI's own parser.
 
-    parser = build_parser()
-    for action in parser._actions:  # argparse keeps its subcommands in the one _SubParsersAction
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices[name]
-    raise LookupError(name)
+    ``build_parser`` is the command line's :func:`lyra_solver.cli.build_parser`, handed over by ``serve`` (the
+    service imports no module of the command line that starts it); it is called once, on first use.
+    """
+
+    def __init__(self, build_parser: Callable[[], argparse.ArgumentParser]) -> None:
+        self._build = build_parser
+        self._subcommands: dict[str, argparse.ArgumentParser] | None = None
+        self._tables: dict[str, dict[str, argparse.Action]] = {}
+
+    def subcommand(self, name: str) -> argparse.ArgumentParser:
+        """The CLI's own parser of subcommand ``name`` (options, choices and checks all come from it)."""
+        if self._subcommands is None:
+            parser = self._build()
+            self._subcommands = {}
+            for action in parser._actions:  # argparse keeps its subcommands in the one _SubParsersAction
+                if isinstance(action, argparse._SubParsersAction):
+                    self._subcommands.update(action.choices)
+        return self._subcommands[name]
+
+    def table(self, name: str) -> dict[str, argparse.Action]:
+        """Query parameter (the long option without ``--``) -> the CLI's action, for subcommand ``name``."""
+        if name not in self._tables:
+            table = {}
+            for action in self.subcommand(name)._actions:
+                long = [s for s in action.option_strings if s.startswith("--")]
+                if long and action.dest not in NOT_QUERY:
+                    table[long[0][2:]] = action
+            self._tables[name] = table
+        return self._tables[name]
+
+    def parse(self, name: str, query: str) -> dict:
+        """The options of CLI subcommand ``name`` given as an HTTP query (``allocation=greedy&time-limit=0.5``; a
+        flag as ``timings=true``), parsed and checked by the CLI's own parser: the namespace's fields as a dict.
+
+        Raises :class:`HTTPError` 400 with the CLI's usage line for an unknown parameter, a repeated one, or a
+        value the CLI refuses."""
+        return _parse_query(self, name, query)
 
 
-@cache
-def _query_table(name: str) -> dict[str, argparse.Action]:
-    """Query parameter (the long option without ``--``) -> the CLI's action, for subcommand ``name``."""
-    table = {}
-    for action in _subcommand(name)._actions:
-        long = [s for s in action.option_strings if s.startswith("--")]
-        if long and action.dest not in NOT_QUERY:
-            table[long[0][2:]] = action
-    return table
-
-
-def query_options(name: str, query: str) -> dict:
-    """The options of CLI subcommand ``name`` given as an HTTP query (``allocation=greedy&time-limit=0.5``; a flag
-    as ``timings=true``), parsed and checked by the CLI's own parser: the namespace's fields as a dict.
-
-    Raises :class:`HTTPError` 400 with the CLI's usage line for an unknown parameter, a repeated one, or a value
-    the CLI refuses."""
-    from lyra_solver.cli import UsageError
-
-    table = _query_table(name)
+def _parse_query(options: QueryOptions, name: str, query: str) -> dict:
+    table = options.table(name)
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=False, errors="strict")
     except UnicodeDecodeError:
@@ -136,7 +149,7 @@ def query_options(name: str, query: str) -> dict:
         else:
             argv += [f"--{k}", value]
     try:
-        ns = _subcommand(name).parse_args(argv)
+        ns = options.subcommand(name).parse_args(argv)
     except UsageError as err:
         raise HTTPError(400, str(err), "query") from None
     return {k: v for k, v in vars(ns).items() if not callable(v)}
@@ -159,9 +172,10 @@ def _is_json(content_type: str | None) -> bool:
 class App:
     """The ASGI application: one instance per server, driving one :class:`Pool`."""
 
-    def __init__(self, settings: Settings, pool: Pool) -> None:
+    def __init__(self, settings: Settings, pool: Pool, options: QueryOptions) -> None:
         self.settings = settings
         self.pool = pool
+        self.options = options
         self.metrics = Metrics()
         self.schemas: dict[str, bytes] = {}
 
@@ -178,7 +192,7 @@ class App:
             if msg["type"] == "lifespan.startup":
                 self.pool.start()
                 for name in {o for _, o in POSTS.values() if o}:  # the CLI's parser, built once before any request
-                    _query_table(name)
+                    self.options.table(name)
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 await self.pool.close()
@@ -238,7 +252,8 @@ class App:
             self._admit(scope, route)
             if route in POSTS:
                 op, options_of = POSTS[route]
-                opts = query_options(options_of, scope.get("query_string", b"").decode("latin-1")) if options_of else {}
+                opts = (self.options.parse(options_of, scope.get("query_string", b"").decode("latin-1"))
+                        if options_of else {})
         except HTTPError as err:
             await self._refuse(scope, receive, err)
         if route == "/healthz":

@@ -6,6 +6,8 @@ import logging
 import sys
 import time
 
+from lyra_solver.logsetup import level_of
+
 __all__ = ["JsonFormatter", "configure"]
 
 
@@ -35,7 +37,7 @@ def configure(verbosity: int) -> None:
     for h in list(root.handlers):
         root.removeHandler(h)
     root.addHandler(handler)
-    root.setLevel({-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG))
+    root.setLevel(level_of(verbosity))
     service = logging.ERROR if verbosity < 0 else logging.DEBUG if verbosity > 1 else logging.INFO
     for name in ("lyra_solver.serve", "uvicorn.error"):
         logging.getLogger(name).setLevel(service)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 from lyra_solver.formulations.packing import PackingProblem, PackingResult, solve_packing
+from lyra_solver.formulations.vocabulary import PACKINGS
 from lyra_solver.heuristics.packing import gimbal_greedy, lucid_pairing, random_pairing
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.steps._state import RoundState, Settings
@@ -40,8 +41,8 @@ __all__ = ["PACKING_METHODS", "PackingInstance", "pack", "pack_step", "packing_i
 
 log = logging.getLogger(__name__)
 
-#: Methods of step 6 (``off`` skips it).
-PACKING_METHODS: tuple[str, ...] = ("off", "gimbal", "lucid", "random", "exact")
+#: Methods of step 6 (``off`` skips it): the packing option's values, from the packing method table.
+PACKING_METHODS: tuple[str, ...] = PACKINGS
 
 
 def _solvers(snapshot: Snapshot, time_limit: float, deterministic: bool,

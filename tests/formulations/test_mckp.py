@@ -14,14 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lyra_solver.formulations import Status
-from lyra_solver.formulations.mckp import METHODS, MCKPProblem, MCKPResult, solve_mckp
+from lyra_solver.formulations.mckp import METHODS, TABLE, MCKPProblem, MCKPResult, solve_mckp
 
-EXACT = ("auto", "core", "bb", "dp", "cpsat", "cbc", "highs")
-HEURISTIC = ("greedy", "hull")
 OPTIONS = {"cpsat": {"num_workers": 1}}
 EXAMPLES = {"cbc": 25, "cpsat": 40, "highs": 40, "gpu": 40}
 # method "gpu" needs torch or CuPy (the `gpu` extra), which CI does not install (see test_mckp_gpu.py)
 METHODS = tuple(m for m in METHODS if m != "gpu" or importlib.util.find_spec("torch") is not None)
+# from the method table: the exact methods (gpu among them when it can run) and the heuristics
+EXACT = tuple(m for m in TABLE.names(kind="exact") if m in METHODS)
+HEURISTIC = TABLE.names(kind="heuristic")
 
 
 def brute_force(weights: list[list[int]], values: list[list[float]], capacity: int) -> float | None:
@@ -379,18 +380,6 @@ def test_cpsat_scaling() -> None:
     q, s = scale_values(np.array([0.1, -2.5, 1e-3]), 3)
     assert 2**29 <= np.max(np.abs(q)) <= 2**31
     assert np.allclose(q / s, [0.1, -2.5, 1e-3], atol=1 / s)
-
-
-def test_cbc_bound_parser() -> None:
-    from lyra_solver.formulations.mckp.cbc import parse_cbc_bound
-
-    log = "Result - Stopped on time limit\n\nObjective value:   855580.0\nUpper bound:    855591.246\n"
-    # printed values are rounded: the bound is raised by one unit of the last printed digit
-    assert parse_cbc_bound(log) == pytest.approx(855591.247, abs=1e-9)
-    partial = "Partial search - best objective -5 (best possible -7.5), took"
-    assert parse_cbc_bound(partial) == pytest.approx(7.6)
-    assert parse_cbc_bound("Upper bound: 1.5e+06\n") == pytest.approx(1.6e6)
-    assert parse_cbc_bound("nothing") is None
 
 
 def _medium_instance(seed: int) -> MCKPProblem:

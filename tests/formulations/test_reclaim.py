@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lyra_solver.formulations import Status
+from lyra_solver.formulations import Status, reclaim
 from lyra_solver.formulations.reclaim import ReclaimProblem, evaluate_reclaim, solve_reclaim
 
-METHODS = ["cpsat", "cbc"]
+METHODS = list(reclaim.METHODS)  # the front door's, from the method table
 
 
 # --------------------------------------------------------------------------------------------------------

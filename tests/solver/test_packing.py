@@ -12,9 +12,10 @@ from lyra_solver.bench.generate import generate_snapshot
 from lyra_solver.check import check_decision, format_violations
 from lyra_solver.cli import main
 from lyra_solver.errors import InputError
+from lyra_solver.formulations.vocabulary import PACKINGS
 from lyra_solver.pipeline import decide
 
-METHODS = ["gimbal", "lucid", "random", "exact"]
+METHODS = list(PACKINGS[1:])  # every packing option but off, from the method table
 
 
 def with_profiles(snap: dict, seed: int, *, mem_max: float = 60.0, deadlines: bool = True) -> dict:

@@ -10,17 +10,15 @@ no suite measures is one line in :data:`EXTERNAL_TARGETS`.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["EXTERNAL_TARGETS", "SECTIONS", "Section", "main", "write_report"]
+__all__ = ["EXTERNAL_TARGETS", "SECTIONS", "Section", "write_report"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -46,6 +44,7 @@ SECTIONS: list[Section] = [
             path="docs/bench/simulation.md"),
     Section("Objectives: allocation for mean JCT over time (issue 25)", path="docs/bench/objectives.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
+    Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
     Section("MCKP speed: cold start and 10 seeds per class", module="lyra_solver.bench.mckp_speed",
             quick_args=("--quick", "--no-header"), full_args=("--no-header",),
             command="lyra-solver bench mckp --speed"),
@@ -88,7 +87,7 @@ def _quick_target(doc: dict) -> dict:
 
 
 def _all_suites() -> list[str]:
-    from lyra_solver.bench.harness import SUITES
+    from lyra_solver.bench.suites import SUITES
 
     return list(SUITES)
 
@@ -121,8 +120,9 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
     Plots found in ``results_dir`` are copied into ``plots_dir`` (default ``docs/bench`` beside ``path``) and
     linked. Returns ``path``.
     """
-    from lyra_solver.bench.harness import load_suite, suite_tables, targets_table
     from lyra_solver.bench.outputs import write_file
+    from lyra_solver.bench.suites import load_suite
+    from lyra_solver.bench.tables import suite_tables, targets_table
 
     path = Path(path)
     quick = doc["config"].get("scale") == "quick"
@@ -169,29 +169,3 @@ def write_report(doc: dict, path: Path, *, results_dir: Path | None = None, plot
     parts.append(targets_table(targets) + "\n")
     write_file(path, "\n".join(parts))
     return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run every suite (``bench all``), then write BENCHMARKS.md and its plots."""
-    ap = argparse.ArgumentParser(prog="python -m lyra_solver.bench.report", description=__doc__.splitlines()[0],
-                                 allow_abbrev=False)
-    ap.add_argument("--out", type=Path, default=Path("BENCHMARKS.md"), help="the report to write")
-    ap.add_argument("--plots", type=Path, default=None, help="where the plots go (default docs/bench beside --out)")
-    ap.add_argument("--results", type=Path, default=None,
-                    help="keep results.json and the plots here (default bench-results/ beside --out)")
-    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not the figures)")
-    ap.add_argument("--jobs", type=int, default=1, help="parallel processes (timings are cleanest with 1)")
-    args = ap.parse_args(argv)
-    from lyra_solver.bench.harness import main as bench_main
-
-    results = args.results or args.out.parent / "bench-results"
-    # --force: the results folder is this command's own (the last report's results.json and plots are replaced)
-    argv2 = ["all", "--out", str(results), "--force", "--jobs", str(args.jobs)] + (["--quick"] if args.quick else [])
-    rc = bench_main(argv2 + ["--report", str(args.out)] + (["--plots", str(args.plots)] if args.plots else []))
-    if rc == 0:
-        print(f"wrote {args.out}", file=sys.stderr)
-    return rc
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
