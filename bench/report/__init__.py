@@ -43,6 +43,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: Lyra against the baselines on Philly with the Alibaba inference load",
             path="docs/bench/simulation.md"),
     Section("Objectives: allocation for mean JCT over time (issue 25)", path="docs/bench/objectives.md"),
+    Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
     Section("MCKP speed: cold start and 10 seeds per class", module="lyra_solver.bench.mckp_speed",
