@@ -43,7 +43,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from lyra_solver.argparsing import int_at_least, positive_float
 from lyra_solver.formulations.methods import JOINT, MCKP, PLACEMENT, RECLAIM, unique
+
+_positive, _non_negative_int = positive_float, int_at_least(0)
 
 log = logging.getLogger(__name__)
 
@@ -868,26 +871,6 @@ def overrun_table(results: list[Overrun]) -> str:
         rows.append(f"| {r.case} | {r.method} | {r.time_limit:g} | {call} | {over} | {r.process_s:.2f} | "
                     f"{r.max_rss_mb:.0f} | {r.status} |")
     return "\n".join(rows)
-
-
-def _positive(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < x < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return x
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if x < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {x}")
-    return x
 
 
 class _Parser(argparse.ArgumentParser):

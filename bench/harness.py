@@ -44,6 +44,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from lyra_solver.argparsing import int_at_least, nonneg_float
 from lyra_solver.bench.suites import (
     SUITES,
     Config,
@@ -58,6 +59,8 @@ from lyra_solver.bench.suites import (
     register_suite,
 )
 from lyra_solver.bench.tables import detail_table, suite_tables, summary_table, targets_table
+
+_nonneg_float, _pos_int, _nonneg_int = nonneg_float, int_at_least(1), int_at_least(0)
 
 __all__ = ["SUITES", "Config", "Instance", "Method", "Outcome", "Suite", "Target", "detail_table", "main",
            "map_tasks", "outcome_of", "register_suite", "run_suites", "suite_tables", "summary_table", "targets_table"]
@@ -391,36 +394,6 @@ class _UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2 (no usage dump)
         raise _UsageError(message)
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (x >= 0) or math.isinf(x):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return x
-
-
-def _pos_int(text: str) -> int:
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if x < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
-    return x
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if x < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return x
 
 
 #: Files ``bench --out`` writes (under ``--force``, removed from the folder before the run).

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from lyra_solver import __version__, io
-from lyra_solver.argparsing import UsageError, _Help, _Parser
+from lyra_solver.argparsing import UsageError, _Help, _Parser, int_at_least, positive_float
 from lyra_solver.errors import InputError, escape
 from lyra_solver.formulations.vocabulary import (
     ALLOCATIONS,
@@ -405,25 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: Output formats of ``decide``.
 FORMATS = ("json", "pretty", "table")
 
-
-def _positive_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not x > 0 or x == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return x
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        x = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if x < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return x
+_positive_float, _nonneg_int = positive_float, int_at_least(0)
 
 
 def main(argv: list[str] | None = None) -> int:

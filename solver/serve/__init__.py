@@ -26,6 +26,8 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+from lyra_solver.argparsing import int_at_least as _count
+from lyra_solver.argparsing import positive_float as _positive
 from lyra_solver.errors import InputError
 from lyra_solver.logsetup import verbosity_of
 
@@ -128,33 +130,6 @@ def run(args, build_parser: Callable[[], argparse.ArgumentParser]) -> int:
         sock.close()
     log.info("stopped", extra={"fields": {"signal": signal.Signals(stopped[0]).name if stopped else None}})
     return 0
-
-
-def _positive(text: str) -> float:
-    import argparse
-
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not x > 0 or x == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
-    return x
-
-
-def _count(low: int):
-    import argparse
-
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if n < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
-        return n
-
-    return parse
 
 
 def default_workers() -> int:
