@@ -5,8 +5,11 @@
 Base demand goes on training servers first, flexible (extra) workers on loaned servers first, so that a later
 reclaim shrinks jobs instead of preempting them. Running jobs keep their placement unless their worker count
 changes; a job whose count changes restarts anyway, so best fit decreasing places it afresh (fewest servers
-spanned) rather than around the workers it had. Running time O(S + W log S) for best fit decreasing (W workers
-that move), plus the ILP's.
+spanned) rather than around the workers it had. For every objective but Lyra's (``Settings.compact_growth``),
+a running job grows only onto the fewest servers its new count needs: where best fit decreasing can only
+spread it, it keeps its workers (the growth is not made, the GPUs stay free) and the others are placed again,
+at most once per such job. Running time O(K (S + W log S)) for best fit decreasing (W workers that move,
+K passes: one, plus at most one per job whose growth is undone), plus the ILP's.
 """
 from __future__ import annotations
 
@@ -34,11 +37,39 @@ def place(state: RoundState, settings: Settings) -> Placed:
     stopped = [j for j in sc.jobs if target[j] == 0]
     moving = [j for j in sc.jobs if target[j] > 0 and (j in admitted or adm.placement[j] is None
                                                        or target[j] != sum(adm.placement[j].values()))]
-    moving_set = set(moving)
     servers = np.flatnonzero(usable_servers(cl, rec, borrowed))
+    kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
+    while True:
+        problem, out = _place_afresh(cl, adm, servers, target, moving, stopped, kept)
+        spread = _spread_growths(cl, adm, servers, target, moving, out) if settings.compact_growth else []
+        if not spread:
+            break
+        for j in spread:  # a growth that cannot be placed compactly is not made: the job keeps its workers
+            kept[j] = adm.placement[j]
+            target[j] = sum(kept[j].values())
+        moving = [j for j in moving if j not in kept]
+    per_job = out.placement.per_job
+    report = StepReport("bfd", "feasible")
+    if settings.placement == "exact" and moving:
+        per_job, report = _exact_placement(problem, out, per_job, report, settings)
+    placement = list(adm.placement)
+    for j, p in kept.items():
+        placement[j] = p
+    for j in stopped:
+        placement[j] = None
+    for i, j in enumerate(moving):
+        got = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
+        # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
+        placement[j] = got if sum(got.values()) >= int(cl.min_w[j]) or j in admitted else None
+    return Placed(tuple(placement), report)
+
+
+def _place_afresh(cl, adm, servers, target, moving, stopped, kept):
+    """Best fit decreasing for the ``moving`` jobs afresh (keeping their current workers where afresh leaves
+    one out), every other job's GPUs held: those of unchanged and ``kept`` jobs, none of ``stopped`` ones."""
     pos = {int(s): i for i, s in enumerate(servers)}
-    gone = moving_set.union(stopped)
-    used = used_gpus(cl, [None if j in gone else p for j, p in enumerate(adm.placement)])
+    gone = set(moving).union(stopped)
+    used = used_gpus(cl, [None if j in gone else kept.get(j, p) for j, p in enumerate(adm.placement)])
     cj, cs, cc = [], [], []
     for i, j in enumerate(moving):
         for s, n in (adm.placement[j] or {}).items():
@@ -52,18 +83,24 @@ def place(state: RoundState, settings: Settings) -> Placed:
     out = best_fit_decreasing(problem, keep_current=False)
     if (out.placed < problem.job_workers).any():  # afresh left a worker out: keep current workers, as admitted
         out = best_fit_decreasing(problem)
-    per_job = out.placement.per_job
-    report = StepReport("bfd", "feasible")
-    if settings.placement == "exact" and moving:
-        per_job, report = _exact_placement(problem, out, per_job, report, settings)
-    placement = list(adm.placement)
-    for j in stopped:
-        placement[j] = None
+    return problem, out
+
+
+def _spread_growths(cl, adm, servers, target, moving, out) -> list[int]:
+    """The running jobs that grow onto more servers than their new count needs (``ceil(w g / G)``, ``G`` the
+    cluster's usual server size) and can keep their current placement (every server of it still usable).
+    O(sum of the moving jobs' servers)."""
+    usable = {int(s) for s in servers}
+    bad = []
     for i, j in enumerate(moving):
-        got = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
-        # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
-        placement[j] = got if sum(got.values()) >= int(cl.min_w[j]) or j in admitted else None
-    return Placed(tuple(placement), report)
+        cur = adm.placement[j]
+        if cur is None or j in adm.admitted or not set(cur) <= usable:
+            continue
+        w = target[j]
+        need = -(-w * int(cl.gpw[j]) // cl.server_gpus)
+        if w > sum(cur.values()) and len(out.placement.per_job[i]) > need:
+            bad.append(j)
+    return bad
 
 
 EXACT_PLACEMENT_MAX_PAIRS = 50_000  # job x server pairs beyond which the placement ILP is not attempted

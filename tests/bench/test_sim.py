@@ -140,6 +140,19 @@ def test_skipping_rounds_that_keep_every_size_changes_nothing(policy, case, monk
     assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
 
 
+@needs_data
+@pytest.mark.parametrize("objective", ["pollux", "srpt", "hesrpt"])
+def test_rounds_with_another_objective_are_never_skipped_as_kept(objective):
+    """The kept-sizes proof is for Lyra's values; with another objective the greedy policy calls ``decide``
+    whenever something may change, and the run is the one that calls it every round."""
+    pol = get_policy("lyra-greedy", {"objective": objective})
+    assert not pol.skips_kept_sizes() and get_policy("lyra-greedy").skips_kept_sizes()
+    specs, cfg = _kept_specs(), _config(training_servers=2, inference_servers=0, load=None)
+    a = simulate(specs, pol, cfg)
+    b = simulate(specs, pol, replace(cfg, skip_quiet=False))
+    assert a.jobs == b.jobs and a.series == b.series and a.gpu_seconds == b.gpu_seconds
+
+
 def test_a_job_left_less_work_than_the_clock_resolves_completes():
     """Late in a long replay (t ~ 9.4e6 s, a clock step of 1.9e-9 s) a 6 ms job's solved finish time leaves it a
     few nano-seconds of work: it completes then (before the fix the next completion stayed at t forever)."""

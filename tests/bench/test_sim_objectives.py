@@ -26,6 +26,21 @@ def test_labels_expand_allocating_policies_only():
     assert policy_of("lyra").decide_options(1.0).objective == OBJECTIVES[0]
 
 
+@pytest.mark.parametrize("name", ["lyra", "lyra-fifo", "lyra-pack"])
+def test_lyra_allocates_with_the_hull_greedy_for_the_new_objectives(name):
+    """Lyra's objective keeps Lyra's marginal greedy; any other takes the convex-hull greedy unless an
+    allocation is given with it; ``lyra-greedy`` and ``lyra-exact`` keep their own for every objective."""
+    assert get_policy(name).decide_options(1.0).allocation == "greedy"
+    assert get_policy(name, {"objective": OBJECTIVES[0]}).decide_options(1.0).allocation == "greedy"
+    for objective in OBJECTIVES[1:]:
+        assert get_policy(name, {"objective": objective}).decide_options(1.0).allocation == "hull"
+        given = get_policy(name, {"objective": objective, "allocation": "greedy"})
+        assert given.decide_options(1.0).allocation == "greedy"
+        assert get_policy("lyra-greedy", {"objective": objective}).decide_options(1.0).allocation == "greedy"
+        assert get_policy("lyra-exact", {"objective": objective}).decide_options(1.0).allocation == "exact"
+    assert policy_of("lyra@hesrpt").decide_options(1.0).allocation == "hull"
+
+
 @needs_data
 @pytest.mark.parametrize("objective", OBJECTIVES[1:])
 def test_every_decision_of_each_objective_passes_the_checker(objective):

@@ -392,3 +392,50 @@ def test_joint_admission_preempts_a_long_job_for_short_ones():
     assert joint.jobs["a"].workers == joint.jobs["b"].workers == 2
     lyra = decide(snap, allocation="exact")
     assert lyra.jobs["long"].action == "run" and lyra.jobs["a"].action == lyra.jobs["b"].action == "wait"
+
+
+# ------------------------------------------------------------------ compact growth (Settings.compact_growth)
+def _growth_snapshot(b_workers: int):
+    """Two 4-GPU servers: ``grow`` holds 2 of t0 (linear speedup, up to 4 workers) beside a rigid 1-worker job;
+    a rigid job of ``b_workers`` holds t1 (none for 0). With ``b_workers`` 3 a growth to 4 can only spread."""
+    import json
+
+    from lyra_solver import parse_snapshot
+
+    power = {"kind": "power", "rate_per_worker": 10.0, "exponent": 1.0}
+    raw = {"format_version": 1, "now": 7200.0,
+           "servers": [{"id": "t0", "pool": "training", "gpus": 4}, {"id": "t1", "pool": "training", "gpus": 4}],
+           "jobs": [{"id": "grow", "min_workers": 1, "max_workers": 4, "remaining_work": 1e6, "submit_time": 0,
+                     "throughput": power, "placement": {"t0": 2}, "restart_penalty": 30},
+                    {"id": "a", "min_workers": 1, "max_workers": 1, "remaining_work": 1e6, "submit_time": 0,
+                     "throughput": power, "placement": {"t0": 1}},
+                    {"id": "b", "min_workers": b_workers, "max_workers": b_workers, "remaining_work": 1e6,
+                     "submit_time": 0, "throughput": power, "placement": {"t1": b_workers}}][:3 if b_workers else 2]}
+    return parse_snapshot(json.dumps(raw).encode())
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("allocation", ["exact", "greedy", "hull"])
+def test_growth_that_can_only_spread_is_not_made_but_for_lyras_objective(objective, allocation):
+    import json
+
+    from lyra_solver import check_decision, decide, encode
+
+    snap = _growth_snapshot(3)
+    d = decide(snap, objective=objective, allocation=allocation)
+    assert check_decision(json.loads(encode(snap)), json.loads(encode(d))) == []
+    grow = d.jobs["grow"]
+    if objective == OBJECTIVES[0]:  # Lyra's rounds as the paper: the growth is made, over both servers
+        assert grow.workers == 4 and set(grow.placement) == {"t0", "t1"}
+    else:
+        assert grow.workers == 2 and dict(grow.placement) == {"t0": 2} and grow.changed is False
+    assert d.jobs["a"].placement == {"t0": 1} and d.jobs["b"].placement == {"t1": 3}
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_growth_that_fits_one_server_is_made(objective):
+    """With t1 free the growth to 4 fits on one server: every objective makes it, placed afresh on t1."""
+    from lyra_solver import decide
+
+    d = decide(_growth_snapshot(0), objective=objective, allocation="exact")
+    assert d.jobs["grow"].workers == 4 and d.jobs["grow"].placement == {"t1": 4}

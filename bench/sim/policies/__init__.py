@@ -11,8 +11,9 @@ policy                    loaning  elastic  queue  allocation  reclaim  packing 
 ``baseline-sjf``          no       no       sjf    (none)      (none)   off      :mod:`.baseline`
 ``loan``                  yes      no       sjf    (none)      greedy   off      :mod:`.loan`
 ``elastic``               no       yes      sjf    greedy      (none)   off      :mod:`.elastic`
-``lyra``                  yes      yes      sjf    greedy      greedy   off      :mod:`.lyra`
+``lyra``                  yes      yes      sjf    greedy+     greedy   off      :mod:`.lyra`
 ``lyra-exact``            yes      yes      sjf    exact       exact    off      :mod:`.lyra`
+``lyra-greedy``           yes      yes      sjf    greedy      greedy   off      :mod:`.lyra`
 ``lyra-fifo``             yes      yes      fifo   greedy      greedy   off      :mod:`.lyra_fifo`
 ``lyra-pack``             yes      yes      sjf    greedy      greedy   gimbal   :mod:`.lyra_pack`
 ``tiresias``              no       no       las*   (none)      (none)   off      :mod:`.tiresias`
@@ -24,10 +25,12 @@ policy                    loaning  elastic  queue  allocation  reclaim  packing 
 ``gimbal-exact``          no       no       sjf    (none)      (none)   exact    :mod:`.gimbal`
 ========================  =======  =======  =====  ==========  =======  =======  ==========================
 
-No loaning: the snapshot holds the training servers only (separate clusters). Not elastic: every job runs at
-its requested size (``min = max = g``). ``las*``: Tiresias' two queues (:mod:`.tiresias`). ``gimbal+``: Gimbal's
-packing with its deadline or makespan objective (``packing_policy``); the packing systems run on the training
-cluster only, as their papers do.
+``greedy+``: Lyra's marginal greedy with Lyra's objective, the convex-hull greedy with any other
+(:mod:`.lyra`; ``lyra-greedy`` keeps the marginal greedy for every objective). No loaning: the snapshot
+holds the training servers only (separate clusters). Not elastic: every job runs at its requested size
+(``min = max = g``). ``las*``: Tiresias' two queues (:mod:`.tiresias`). ``gimbal+``: Gimbal's packing with
+its deadline or makespan objective (``packing_policy``); the packing systems run on the training cluster only,
+as their papers do.
 
 Adding a policy: a module with a :class:`.base.Policy` subclass (or none, when an existing class with other
 fields will do) and one row in :data:`POLICIES`; the CLI's choices and the tests' parametrisations read this
@@ -69,7 +72,8 @@ POLICIES: dict[str, Policy] = {p.name: p for p in (
     Loan("loan"),
     Elastic("elastic"),
     Lyra("lyra"),
-    Lyra("lyra-exact", allocation="exact", reclaim="exact"),
+    Lyra("lyra-exact", allocation="exact", reclaim="exact", objective_allocation=None),
+    Lyra("lyra-greedy", objective_allocation=None),
     LyraFifo("lyra-fifo"),
     LyraPack("lyra-pack"),
     Tiresias("tiresias"),

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import msgspec
 from lyra_solver.errors import InputError
+from lyra_solver.formulations.vocabulary import OBJECTIVES
 from lyra_solver.types import Inference, Job, Options, PackingGroup, Snapshot
 
 
@@ -86,8 +87,10 @@ class Policy:
         return (spec.min_workers, spec.max_workers) if self.elastic else (spec.gpus, spec.gpus)
 
     def skips_kept_sizes(self) -> bool:
-        """Whether rounds where the greedy allocation keeps every size may be skipped (:mod:`..quiet`)."""
-        return self.elastic and self.allocation == "greedy" and self.packing == "off"
+        """Whether rounds where the greedy allocation keeps every size may be skipped (:mod:`..quiet`): its
+        proof holds for Lyra's objective only (a row of another depends on the other jobs: ranks, weights)."""
+        objective = dict(self.options).get("objective", OBJECTIVES[0])
+        return self.elastic and self.allocation == "greedy" and self.packing == "off" and objective == OBJECTIVES[0]
 
     # ------------------------------------------------------------------------------------------ per round
     def start(self, cfg) -> Any:
