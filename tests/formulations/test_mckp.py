@@ -439,3 +439,32 @@ def test_results_are_deterministic() -> None:
     for method in ("auto", "greedy", "hull", "dp"):
         a, b = solve_mckp(p, method=method), solve_mckp(p, method=method)
         assert a.choice == b.choice and a.objective == b.objective and a.bound == b.bound
+
+
+def test_hull_fills_on_past_the_break():
+    """Class 0's only upgrade (10 GPUs, slope 10) does not fit in 5: the LP's integral part takes nothing,
+    and the hull greedy goes on to class 1's upgrade (1 GPU, slope 5), the optimum here."""
+    p = MCKPProblem.from_padded(np.array([[0, 10], [0, 1]]), np.array([[0.0, 100.0], [0.0, 5.0]]),
+                                np.array([2, 2]), 5)
+    got = solve_mckp(p, method="hull")
+    assert tuple(got.choice) == (0, 1) and got.objective == 5.0 == solve_mckp(p, method="core").objective
+    assert got.status == Status.FEASIBLE and got.bound == pytest.approx(100.0 * 5 / 10)  # the LP: half of it
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000))
+def test_hull_is_never_below_the_lp_integral_part(seed):
+    from lyra_solver.formulations.mckp._lp import lp_relaxation, undominated, upper_hull
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 8)), int(rng.integers(1, 6))
+    w = np.sort(rng.integers(0, 20, size=(n, m)), axis=1)
+    v = rng.uniform(0, 50, size=(n, m))
+    cap = int(w[:, 0].sum() + rng.integers(0, 40))
+    p = MCKPProblem.from_padded(w, v, np.full(n, m), cap)
+    red = undominated(p)
+    lp = lp_relaxation(red, upper_hull(red), cap)
+    got = solve_mckp(p, method="hull")
+    assert got.objective >= lp.value - 1e-9 * (1 + abs(lp.value))
+    assert got.objective <= solve_mckp(p, method="core").objective + 1e-9 * (1 + abs(lp.value))
+    assert int(p.weights[np.arange(n), got.choice].sum()) <= cap
