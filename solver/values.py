@@ -213,7 +213,7 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     offs = np.arange(m, dtype=np.int64)
     mask = offs[None, :] < sizes[:, None]
     # padding repeats the last option; a thinned row (step > 1) starts at min and ends at max
-    w = np.clip(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
+    w = _clamp(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
     rate = np.empty((n, m), dtype=np.float64)
 
     kinds = np.fromiter((_KIND[type(j.throughput)] for j in jobs), np.int8, n)
@@ -238,7 +238,7 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
             per = profiles[model]
             ww = w[rows]
             k = servers_spanned(ww, gpw, server_gpus)
-            rate[rows] = per[np.clip(ww, 1, per.shape[0]) - 1, np.clip(k, 1, per.shape[1]) - 1] * ww
+            rate[rows] = per[_clamp(ww, 1, per.shape[0]) - 1, _clamp(k, 1, per.shape[1]) - 1] * ww
 
     work = np.fromiter((j.remaining_work for j in jobs), np.float64, n)
     gpw = np.fromiter((j.gpus_per_worker for j in jobs), np.int64, n)
@@ -257,6 +257,12 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     weights = gpw[:, None] * (w - mins[:, None])
     return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins, objective=objective,
                       ages=None if extra is None else extra[0], job_weights=None if extra is None else extra[1])
+
+
+def _clamp(a: np.ndarray, lo, hi) -> np.ndarray:
+    """``np.clip(a, lo, hi)`` of integer arrays, as numpy defines it (``minimum(maximum(a, lo), hi)``), without
+    ``np.clip``'s per-call dtype checks (which were a fifth of a small value table's time)."""
+    return np.minimum(np.maximum(a, lo), hi)
 
 
 def option_grid(jobs: list[JobOptions]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
