@@ -27,7 +27,7 @@ from functools import cache
 
 import numpy as np
 from lyra_solver.objectives import check_objective, horizons, objective_values, prepare, value_scalar
-from lyra_solver.throughput import _profiles, rate_one, servers_spanned
+from lyra_solver.throughput import _profiles, rate_one
 from lyra_solver.types import PowerThroughput, ProfileThroughput, TableThroughput
 from lyra_solver.value_types import TIME_CAP, JobOptions, ValueTable
 
@@ -227,18 +227,18 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     for i in np.flatnonzero(kinds == 1):
         tp = jobs[i].throughput
         rate[i] = np.interp(w[i], tp.workers, tp.rate)
-    # profiles: one gather per (model, gpus_per_worker)
+    # profiles: one gather over all profile jobs (each row reads its own model's grid, clamped to that grid;
+    # the servers spanned as throughput.servers_spanned counts them): the numbers of one gather per model
     idx = np.flatnonzero(kinds == 2)
     if idx.size:
-        profiles = _profiles()
-        groups: dict[tuple[str, int], list[int]] = {}
-        for i in idx:
-            groups.setdefault((jobs[i].throughput.model, jobs[i].gpus_per_worker), []).append(int(i))
-        for (model, gpw), rows in groups.items():
-            per = profiles[model]
-            ww = w[rows]
-            k = servers_spanned(ww, gpw, server_gpus)
-            rate[rows] = per[_clamp(ww, 1, per.shape[0]) - 1, _clamp(k, 1, per.shape[1]) - 1] * ww
+        index, stack, n_max, k_max = _profile_stack()
+        model = np.fromiter((index[jobs[i].throughput.model] for i in idx.tolist()), np.int64, idx.size)
+        per_server = np.fromiter((max(1, server_gpus // jobs[i].gpus_per_worker) for i in idx.tolist()), np.int64,
+                                 idx.size)
+        ww = w[idx]
+        k = -(-ww // per_server[:, None])
+        rate[idx] = stack[model[:, None], _clamp(ww, 1, n_max[model][:, None]) - 1,
+                          _clamp(k, 1, k_max[model][:, None]) - 1] * ww
 
     work = np.fromiter((j.remaining_work for j in jobs), np.float64, n)
     gpw = np.fromiter((j.gpus_per_worker for j in jobs), np.int64, n)
@@ -257,6 +257,22 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     weights = gpw[:, None] * (w - mins[:, None])
     return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins, objective=objective,
                       ages=None if extra is None else extra[0], job_weights=None if extra is None else extra[1])
+
+
+@cache
+def _profile_stack() -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+    """The profiles' per-replica rate grids (:func:`lyra_solver.throughput._profiles`) as one array: model name ->
+    index, the grids stacked (zero-padded to the largest), and each grid's own replica and server counts."""
+    profiles = _profiles()
+    names = sorted(profiles)
+    n_max = np.array([profiles[m].shape[0] for m in names], np.int64)
+    k_max = np.array([profiles[m].shape[1] for m in names], np.int64)
+    stack = np.zeros((len(names), int(n_max.max(initial=1)), int(k_max.max(initial=1))), np.float64)
+    for i, m in enumerate(names):
+        stack[i, :n_max[i], :k_max[i]] = profiles[m]
+    for a in (stack, n_max, k_max):
+        a.setflags(write=False)
+    return {m: i for i, m in enumerate(names)}, stack, n_max, k_max
 
 
 def _clamp(a: np.ndarray, lo, hi) -> np.ndarray:
