@@ -45,7 +45,8 @@ def place(state: RoundState, settings: Settings) -> Placed:
             cj.append(i)
             cs.append(pos[s])
             cc.append(n)
-    problem = PlacementProblem.build(
+    # the arrays come from the validated snapshot and the steps before: build's arrays without its checks
+    problem = PlacementProblem.trusted(
         server_free=(cl.gpus - used)[servers], server_loaned=cl.kind[servers] != 0,
         job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
         cur_job=cj, cur_server=cs, cur_count=cc)
