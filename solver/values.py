@@ -24,6 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from operator import attrgetter
 
 import numpy as np
 from lyra_solver.objectives import check_objective, horizons, objective_values, prepare, value_scalar
@@ -206,9 +207,9 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
                        extra: tuple[np.ndarray, np.ndarray] | None = None) -> ValueTable:
     """The numpy reference of :func:`value_table`."""
     n = len(jobs)
-    mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
-    maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
-    base, step, sizes = option_grid(jobs)
+    mins, maxs, gpw, cur, step, pin = _columns(jobs, _TABLE_INTS, np.int64)
+    work, pen = _columns(jobs, _TABLE_FLOATS, np.float64)
+    base, step, sizes = _grid(mins, maxs, np.maximum(step, 1), cur, pin)
     m = int(sizes.max()) if n else 1
     offs = np.arange(m, dtype=np.int64)
     mask = offs[None, :] < sizes[:, None]
@@ -240,10 +241,6 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
         rate[idx] = stack[model[:, None], _clamp(ww, 1, n_max[model][:, None]) - 1,
                           _clamp(k, 1, k_max[model][:, None]) - 1] * ww
 
-    work = np.fromiter((j.remaining_work for j in jobs), np.float64, n)
-    gpw = np.fromiter((j.gpus_per_worker for j in jobs), np.int64, n)
-    cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
-    pen = np.fromiter((j.restart_penalty for j in jobs), np.float64, n)
     with np.errstate(over="ignore", divide="ignore"):  # huge work over a tiny rate: inf, capped just below
         times = np.minimum(work[:, None] / rate, TIME_CAP)
     restart = (cur[:, None] > 0) & (w != cur[:, None])
@@ -289,16 +286,32 @@ def option_grid(jobs: list[JobOptions]) -> tuple[np.ndarray, np.ndarray, np.ndar
     it (the pipeline thins very wide rows so that the table stays within its documented size). Returns
     ``(base, step, sizes)``.
     """
-    n = len(jobs)
-    mins = np.fromiter((j.min_workers for j in jobs), np.int64, n)
-    maxs = np.fromiter((j.max_workers for j in jobs), np.int64, n)
-    step = np.fromiter((max(1, j.step) for j in jobs), np.int64, n)
-    cur = np.fromiter((j.current_workers for j in jobs), np.int64, n)
-    pin = np.fromiter((j.anchor for j in jobs), np.int64, n)
+    mins, maxs, step, cur, pin = _columns(jobs, _GRID_INTS, np.int64)
+    return _grid(mins, maxs, np.maximum(step, 1), cur, pin)
+
+
+def _grid(mins: np.ndarray, maxs: np.ndarray, step: np.ndarray, cur: np.ndarray,
+          pin: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`option_grid` of the jobs' columns (``step`` already at least 1)."""
+    if not (step > 1).any():  # every count: the formulas below with step 1 give base = min, sizes = max - min + 1
+        return mins, step, maxs - mins + 1
     anchor = np.where((pin >= mins) & (pin <= maxs), pin, np.where((cur >= mins) & (cur <= maxs), cur, mins))
     base = mins - (mins - anchor) % step  # the largest count <= min in line with the anchor
     sizes = -((base - maxs) // step) + 1  # ceil((max - base) / step) + 1
     return base, step, sizes
+
+
+#: The fields of :class:`JobOptions` that :func:`option_grid` and the value table read, as columns.
+_GRID_INTS = ("min_workers", "max_workers", "step", "current_workers", "anchor")
+_TABLE_INTS = ("min_workers", "max_workers", "gpus_per_worker", "current_workers", "step", "anchor")
+_TABLE_FLOATS = ("remaining_work", "restart_penalty")
+
+
+def _columns(jobs: Sequence[JobOptions], fields: tuple[str, ...], dtype) -> np.ndarray:
+    """The given fields of every job as the rows of one ``(fields, jobs)`` array (one conversion of a list of
+    tuples, where one ``fromiter`` per field was most of a small table's set-up)."""
+    rows = list(map(attrgetter(*fields), jobs))
+    return np.array(rows, dtype=dtype).reshape(len(rows), len(fields)).T.copy()
 
 
 _KIND = {PowerThroughput: 0, TableThroughput: 1, ProfileThroughput: 2}
