@@ -250,10 +250,12 @@ def evaluate_reclaim(problem: ReclaimProblem, servers: Iterable[int]) -> tuple[f
 
 
 def result_for(problem: ReclaimProblem, servers: Iterable[int], *, status: Status, bound: float | None,
-               gap: float | None, start: float, method: str, backend_status: str) -> ReclaimResult:
-    """A result for a server set: its cost, preemptions and job lists recomputed by :func:`evaluate_reclaim`."""
+               gap: float | None, start: float, method: str, backend_status: str,
+               evaluation: tuple[float, int, tuple[int, ...], tuple[int, ...]] | None = None) -> ReclaimResult:
+    """A result for a server set: its cost, preemptions and job lists recomputed by :func:`evaluate_reclaim`
+    (or ``evaluation``, what :func:`evaluate_reclaim` gave for these servers, when the caller has it already)."""
     chosen = sorted(set(int(s) for s in servers))
-    cost, npre, preempted, shrunk = evaluate_reclaim(problem, chosen)
+    cost, npre, preempted, shrunk = evaluate_reclaim(problem, chosen) if evaluation is None else evaluation
     return ReclaimResult(status=status, objective=cost, bound=bound, gap=gap, servers=tuple(chosen),
                          preempted=preempted, shrunk=shrunk, preemptions=npre, time_s=time.perf_counter() - start,
                          method=method, backend_status=backend_status)
