@@ -35,7 +35,8 @@ _KEY_DIGITS = 9  # marginal costs are rounded to this many decimals for tie dete
 def _result(problem: ReclaimProblem, servers: list[int], method: str, t0: float,
             backend: str) -> ReclaimResult:
     """A heuristic's result: ``optimal`` only when it costs nothing and no cost is negative."""
-    cost = evaluate_reclaim(problem, servers)[0]
+    evaluation = evaluate_reclaim(problem, servers)  # once: result_for takes it (a duplicate set counts once)
+    cost = evaluation[0]
     costs_nonneg = bool((problem.restart_cost >= 0).all() and (problem.preempt_cost >= 0).all()
                         and (problem.shrink_loss is None or (problem.shrink_loss >= 0).all()))
     if cost == 0.0 and costs_nonneg:
@@ -43,7 +44,7 @@ def _result(problem: ReclaimProblem, servers: list[int], method: str, t0: float,
     else:
         status, bound, gap = Status.FEASIBLE, None, None
     return result_for(problem, servers, status=status, bound=bound, gap=gap, start=t0, method=method,
-                      backend_status=backend)
+                      backend_status=backend, evaluation=evaluation)
 
 
 def greedy_reclaim(problem: ReclaimProblem) -> ReclaimResult:

@@ -10,6 +10,7 @@ Nothing here reads or writes a file, so both front ends give the same bytes for 
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from dataclasses import dataclass
@@ -60,8 +61,7 @@ def decide(data: bytes, args: Any, source: str | None = None) -> Output:
         except ValueError as err:
             raise InputError("--backend", str(err).removeprefix("backend: ")) from None  # the flag, not the input
     snap = _parse(data, io.parse_snapshot, source)
-    params = inspect.signature(run_decide).parameters
-    kwargs = {k: getattr(args, k) for k in params if k != "snapshot" and hasattr(args, k)}
+    kwargs = {k: getattr(args, k) for k in _decide_keywords(run_decide) if hasattr(args, k)}
     decision = run_decide(snap, **kwargs)
     fmt = getattr(args, "format", "json")
     if fmt == "json":
@@ -69,6 +69,13 @@ def decide(data: bytes, args: Any, source: str | None = None) -> Output:
     if fmt == "pretty":
         return Output((json.dumps(json.loads(io.encode(decision)), indent=2, sort_keys=True) + "\n").encode())
     return Output(decision_table(snap, decision).encode(), media=TEXT)
+
+
+@functools.cache
+def _decide_keywords(run_decide) -> tuple[str, ...]:
+    """The keyword arguments of :func:`lyra_solver.decide` (read once: ``inspect.signature`` was a tenth of a
+    small round's time in a long-running process)."""
+    return tuple(k for k in inspect.signature(run_decide).parameters if k != "snapshot")
 
 
 #: How many ids a line of the decision table lists before it says how many more there are.

@@ -80,12 +80,18 @@ class _Worker:
             except (EOFError, OSError) as err:
                 fut.set_exception(WorkerDied(str(err) or "the worker's pipe closed"))
 
+        def expired() -> None:
+            if not fut.done():
+                fut.set_exception(Timeout())
+
         loop.add_reader(fd, readable)
+        # one timer on the future itself (wait_for adds a second future and a callback per request)
+        timer = None if timeout is None else loop.call_later(timeout, expired)
         try:
-            return await asyncio.wait_for(fut, timeout)
-        except TimeoutError:
-            raise Timeout() from None
+            return await fut
         finally:
+            if timer is not None:
+                timer.cancel()
             with contextlib.suppress(Exception):
                 loop.remove_reader(fd)
 

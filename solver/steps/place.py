@@ -76,7 +76,8 @@ def _place_afresh(cl, adm, servers, target, moving, stopped, kept):
             cj.append(i)
             cs.append(pos[s])
             cc.append(n)
-    problem = PlacementProblem.build(
+    # the arrays come from the validated snapshot and the steps before: build's arrays without its checks
+    problem = PlacementProblem.trusted(
         server_free=(cl.gpus - used)[servers], server_loaned=cl.kind[servers] != 0,
         job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
         cur_job=cj, cur_server=cs, cur_count=cc)

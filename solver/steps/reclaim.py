@@ -41,7 +41,8 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
                 hs.append(pos[s])
                 hc.append(n)
     jobs = list(touched)
-    problem = ReclaimProblem.build(
+    # the arrays come from the validated snapshot: the problem without build's checks (the same arrays)
+    problem = ReclaimProblem.trusted(
         server_gpus=cl.gpus[loaned], job_workers=[sum(cl.placement[j].values()) for j in jobs],  # type: ignore[union-attr]
         job_min=cl.min_w[jobs], job_gpus_per_worker=cl.gpw[jobs],
         restart_cost=[cl.snap.jobs[j].restart_penalty for j in jobs],

@@ -218,3 +218,35 @@ def test_joint_validates_shapes():
     with pytest.raises(ValueError):
         JointProblem.build(server_free=[4], job_min=[1], job_max=[2], job_gpus_per_worker=[1],
                            value=[[[1.0]]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(problem=placement_problems(), as_arrays=st.booleans())
+def test_trusted_is_build_without_the_checks(problem, as_arrays):
+    """PlacementProblem.trusted (the round's place step) makes the very arrays build makes (values, dtypes,
+    read-only), from lists or from arrays of other dtypes, so best fit decreasing answers the same."""
+    from dataclasses import fields
+
+    import numpy as np
+    from lyra_solver.heuristics.placement import best_fit_decreasing
+
+    given_ = {}
+    for f in fields(PlacementProblem):
+        a = getattr(problem, f.name)
+        given_[f.name] = (a.astype(np.int32) if a.dtype.kind == "i" else a.astype(np.int8)) if as_arrays else a.tolist()
+    built = PlacementProblem.build(**given_)
+    fast = PlacementProblem.trusted(**given_)
+    for f in fields(PlacementProblem):
+        a, b = getattr(built, f.name), getattr(fast, f.name)
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), f.name
+        assert not b.flags.writeable, f.name
+    for keep in (True, False):
+        try:
+            one = best_fit_decreasing(built, keep_current=keep)
+        except ValueError as err:  # e.g. current placements over the free GPUs: the same refusal
+            with pytest.raises(ValueError) as again:
+                best_fit_decreasing(fast, keep_current=keep)
+            assert str(again.value) == str(err)
+            continue
+        two = best_fit_decreasing(fast, keep_current=keep)
+        assert one.placement.per_job == two.placement.per_job and np.array_equal(one.placed, two.placed)

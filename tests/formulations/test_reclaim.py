@@ -241,3 +241,31 @@ def test_deterministic():
 
     p = generate_cluster(80, 5, count=20).problem
     assert solve_reclaim(p).servers == solve_reclaim(p).servers
+
+
+@settings(max_examples=60, deadline=None)
+@given(problem=reclaim_problems(allow_loss=False, allow_gpus=False), as_arrays=st.booleans())
+def test_trusted_is_build_without_the_checks(problem, as_arrays):
+    """ReclaimProblem.trusted (the round's reclaim step) makes the very arrays build makes (values, dtypes,
+    read-only), from lists or from arrays of other dtypes, so every method answers the same."""
+    from dataclasses import fields
+
+    from lyra_solver.heuristics import greedy_reclaim
+
+    names = ("server_gpus", "job_workers", "job_min", "job_gpus_per_worker", "restart_cost", "preempt_cost",
+             "host_job", "host_server", "host_count")
+    given_ = {n: (getattr(problem, n).astype(np.int32 if getattr(problem, n).dtype.kind == "i" else np.float32)
+                  if as_arrays and n.startswith(("server", "job", "host")) else getattr(problem, n).tolist())
+              for n in names}
+    built = ReclaimProblem.build(**given_, count=problem.count)
+    fast = ReclaimProblem.trusted(**given_, count=problem.count)
+    for f in fields(ReclaimProblem):
+        a, b = getattr(built, f.name), getattr(fast, f.name)
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), f.name
+            assert not b.flags.writeable, f.name
+        else:
+            assert a == b and type(a) is type(b), f.name
+    one, two = greedy_reclaim(built), greedy_reclaim(fast)
+    assert (one.servers, one.objective, one.preempted, one.shrunk) == (two.servers, two.objective, two.preempted,
+                                                                        two.shrunk)

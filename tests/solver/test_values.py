@@ -72,3 +72,23 @@ def test_profile_drops_when_spanning_another_server():
 def test_table_interpolates_linearly():
     tp = TableThroughput(workers=[1, 3], rate=[10.0, 30.0])
     assert np.allclose(rate(tp, [1, 2, 3]), [10, 20, 30])
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=st.lists(job_options(), min_size=1, max_size=12), server_gpus=st.sampled_from([4, 8, 16]))
+def test_table_times_are_the_throughput_models_bit_for_bit(jobs, server_gpus):
+    """Each row's times are ``work / rate`` with the rate of :func:`lyra_solver.throughput.rate` at the row's
+    worker counts, exactly (the table gathers every profile job at once; decisions must not move by an ulp)."""
+    from lyra_solver.values import TIME_CAP
+
+    table = value_table(jobs, server_gpus=server_gpus)
+    for j, job in enumerate(jobs):
+        n = int(table.sizes[j])
+        w = np.arange(job.min_workers, job.max_workers + 1)
+        r = rate(job.throughput, w, gpus_per_worker=job.gpus_per_worker, server_gpus=server_gpus)
+        with np.errstate(over="ignore", divide="ignore"):
+            expected = np.minimum(job.remaining_work / r, TIME_CAP)
+        if isinstance(job.throughput, ProfileThroughput):  # power and table rows are computed as before
+            assert np.array_equal(table.times[j, :n], expected), (j, job)
+        else:
+            assert np.allclose(table.times[j, :n], expected, rtol=1e-12)
