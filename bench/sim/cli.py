@@ -569,14 +569,12 @@ def _sweep(args, policies) -> int:
     if args.max_work:  # every point within its share of --max-work before any runs
         import copy
 
-        from lyra_solver.errors import InputError
-
         for v in sweep.values:
             a = copy.copy(args)
             setattr(a, sweep.dest, v)
             try:
                 _, config, traces = _prepare(a)
-            except InputError:  # the point fails when it runs and is recorded, as before
+            except Exception:  # noqa: BLE001 - the point fails when it runs and is recorded there, as before
                 continue
             _bounded(a, traces, config, policies, share=points)
     doc = run_sweep(args, sweep, lambda a: _compare(a, policies, heading=f"{sweep.name}={getattr(a, sweep.dest)}",
