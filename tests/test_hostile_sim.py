@@ -257,7 +257,7 @@ def test_the_largest_clusters_end_within_their_share(tmp_path):
     assert time.perf_counter() - t0 < 60
     clean_exit(res)
     many = run(*BASE, "--trace", trace, "--training-servers", "100000", "--max-work", "500000", timeout=60)
-    assert one_clean_line(many).startswith("error: --max-work: a replay passed its share of the work, 470,000 units")
+    assert one_clean_line(many).startswith("error: --max-work: a replay passed its share of the work, 469,955 units")
 
 
 def test_max_work_zero_is_the_documented_opt_out(tmp_path):
@@ -302,4 +302,22 @@ def test_local_processes_are_at_most_the_cpu_count(tmp_path, monkeypatch):
 def test_a_sweep_point_past_its_share_stops_the_sweep(tmp_path):
     trace = _write(tmp_path, "t.csv", SMALL)
     res = run(*BASE, "--trace", trace, "--sweep", "training-servers=4,8", "--max-work", "70000", timeout=60)
-    assert one_clean_line(res).startswith("error: --max-work: a replay passed its share of the work, 5,000 units")
+    assert one_clean_line(res).startswith("error: --max-work: a replay passed its share of the work, 4,955 units")
+
+
+def test_a_csv_past_its_size_limit_is_refused_before_parsing(tmp_path):
+    import time
+
+    from lyra_solver.bench.sim._rows import MAX_CSV_BYTES
+
+    big = tmp_path / "big.csv"
+    with open(big, "w") as fh:
+        fh.write("time,value\n")
+        fh.write("0,1\n" * (MAX_CSV_BYTES // 4 + 1))
+    trace = _write(tmp_path, "t.csv", SMALL)
+    t0 = time.perf_counter()
+    line = one_clean_line(run(*BASE, "--trace", trace, "--load", str(big), timeout=60))
+    assert "big.csv: $: load file larger than the 8 MiB limit" in line, line
+    line = one_clean_line(run(*BASE, "--trace", str(big), timeout=60))
+    assert "big.csv: $: trace file larger than the 8 MiB limit" in line, line
+    assert time.perf_counter() - t0 < 30

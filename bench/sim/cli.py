@@ -119,7 +119,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the most work (about CPU microseconds of replay, README 'Bound on the work') of the command, "
                    "shared equally by its runs (policies x seeds x slices x sweep points): a run that passes its "
                    "share stops the command (exit 2), one whose least work passes it is refused before any runs; "
-                   f"0: no bound (default {DEFAULT_MAX_WORK:,}: about 30 CPU seconds)")
+                   f"0: no bound (default {DEFAULT_MAX_WORK:,}: about 20 CPU seconds)")
     r.add_argument("--sweep", metavar="NAME=V1,V2,...",
                    help="repeat the comparison at each value of training-servers, inference-servers, elastic-share "
                    "or load-factor: sweep.json and sweep.png in --out (default: the current folder), each point's "
@@ -142,10 +142,12 @@ MAX_SLICES = 1_000
 #: The default of ``--max-work``: the most work units (``engine.EVENT_WORK``, ...) one ``simulate`` command may do,
 #: each run its equal share (a run of a policy of :data:`POLICY_WORK` ``w`` counting ``w`` times), a run of a sweep
 #: point its share of the point's. Measured at 0.4-1.0 CPU microseconds per unit (weighted) on the shared 2-core
-#: machine (README "Bound on the work"), so a command ends within about 30 CPU seconds of replay.
-DEFAULT_MAX_WORK = 30_000_000
-#: Work units of a run besides its events (the mapping, the summary, the results sent back): 23-36 ms measured.
+#: machine (README "Bound on the work"), so a command ends within about 20 CPU seconds of replay.
+DEFAULT_MAX_WORK = 20_000_000
+#: Work units of a run besides its events (the summary, the results sent back): 23-36 ms measured.
 RUN_WORK = 30_000
+#: Work units per job of a run's mapping of the trace (``traces.map_jobs``: two hashes a row, about 15 us).
+MAP_WORK = 15
 #: Cost per unit of a policy's replay relative to ``baseline`` (measured on 50 rigid 8-GPU jobs of an hour queued
 #: on one server, a round a minute, and 300 one-GPU jobs on one server); not listed: 1.
 POLICY_WORK = {"lucid": 2, "lyra-exact": 2, "lyra-pack": 2, "gimbal": 2, "gimbal-makespan": 2, "gimbal-deadline": 2,
@@ -599,16 +601,13 @@ def _bounded(args, traces, config, policies, share: int = 1) -> list:
     from dataclasses import replace as dc_replace
 
     from lyra_solver.bench.sim.engine import least_work
-    from lyra_solver.bench.sim.traces import map_jobs
 
     if not args.max_work:
         return [config] * len(traces)
     weights = [POLICY_WORK.get(p.partition("@")[0], 1) for p in policies]
     runs = sum(weights) * args.seeds * len(traces)
     each = args.max_work // share // runs - RUN_WORK
-    least = max(least_work(map_jobs(t, seed=args.seed, elastic_share=args.elastic_share,
-                                    restart_penalty=args.restart_penalty, preemption_penalty=args.preemption_penalty,
-                                    server_gpus=config.server_gpus), config) for t in traces)
+    least = max(least_work(_least_specs(t, args, config), config) + MAP_WORK * len(t) for t in traces)
     if least > each:
         jobs = max(len(t) for t in traces)
         _fail("--max-work", f"each run may do {max(each, 0):,} work units ({args.max_work:,} over "
@@ -617,7 +616,20 @@ def _bounded(args, traces, config, policies, share: int = 1) -> list:
               f"{config.interval:g} s on {config.training_servers} + {config.inference_servers} servers needs at "
               f"least {least:,} (README 'Bound on the work'): use fewer seeds, policies, slices or servers, a "
               "shorter trace, a longer --interval, or a larger --max-work (0: no bound)")
-    return [dc_replace(config, max_work=each)] * len(traces)
+    return [dc_replace(config, max_work=each - MAP_WORK * len(t)) for t in traces]
+
+
+def _least_specs(trace, args, config) -> list:
+    """Jobs for :func:`.engine.least_work` of every seed's mapping: a Pollux row mapped (its duration comes from
+    its model), a Philly row at its widest range (``ceil(g/2)..max(g, min(2g, 64))``, whether it is drawn elastic
+    or not: the least work of any draw), without hashing every row as :func:`.traces.map_jobs` does."""
+    from lyra_solver.bench.sim.traces import SimJobSpec, map_jobs
+
+    if any(tj.batch_size for tj in trace):
+        return map_jobs(trace, seed=args.seed, server_gpus=config.server_gpus)
+    return [SimJobSpec(id="", line=tj.line, submit=tj.submit, gpus=tj.gpus, duration=tj.duration, app="", work=0.0,
+                       min_workers=-(-tj.gpus // 2), max_workers=max(tj.gpus, min(2 * tj.gpus, 64)),
+                       restart_penalty=0.0, preemption_penalty=0.0) for tj in trace]
 
 
 def _prepare(args):

@@ -89,7 +89,7 @@ MAX_EVENTS = 5_000_000
 EVENT_WORK = 30
 ROUND_WORK = 4_000
 JOB_ROUND_WORK = 20
-SERVER_ROUND_WORK = 2
+SERVER_ROUND_WORK = 4
 
 
 class ReplayTooLong(ValueError):
@@ -110,7 +110,7 @@ def least_work(specs, cfg: SimConfig) -> int:
     >>> from lyra_solver.bench.sim.traces import SimJobSpec
     >>> long = SimJobSpec("j0", 2, 0.0, 1, 1e7, "cifar10", 1.0, 1, 2, 30.0, 300.0)
     >>> least_work([long], SimConfig(training_servers=1, inference_servers=0, interval=1.0))
-    150003992
+    150003994
     """
     if not specs:
         return 0
