@@ -435,7 +435,7 @@ _FLAG_VALUES = ["0", "-1", "1", "0.5", "1e-300", "1e300", "nan", "inf", "-inf", 
 _SIM_FLAGS = ["--interval", "--load-window", "--restart-penalty", "--preemption-penalty", "--training-servers",
               "--inference-servers", "--seeds", "--seed", "--jobs", "--time-limit", "--elastic-share",
               "--tiresias-threshold", "--tiresias-starve-limit", "--limit", "--start", "--end", "--cluster",
-              "--packing-profile", "--pollux-workload"]
+              "--packing-profile", "--pollux-workload", "--max-work"]
 
 
 def sim_flag_case(rng: random.Random, trace: str, load: str) -> list[str]:

@@ -199,3 +199,125 @@ def test_slices_and_absolute_load_past_their_bounds(tmp_path, extra, flag):
     line = one_clean_line(run(*BASE, "--trace", trace, "--load", load, *extra, timeout=60))
     assert f": {flag}:" in line or line.startswith(f"error: {flag}:"), line
     assert "--slices" in one_clean_line(run(*BASE, "--trace", "-", "--slices", "2", "--limit", "1", stdin=b""))
+
+
+# ------------------------------------------------------------------------- 2-3. a bound on the work before it runs
+def _congested(tmp_path: Path) -> list:
+    """12 jobs of 4-8 GPUs, half an hour to two hours, arriving within minutes on one 8-GPU server: the queue is
+    served almost one job at a time, the case closest to the bound."""
+    rows = "".join(f"2017-10-09 07:{i:02d}:00,{1800 + 600 * (i % 4)},{4 + 4 * (i % 2)},1,a\n" for i in range(12))
+    return map_jobs(load_philly(_write(tmp_path, "c.csv", HEADER + rows)))
+
+
+@pytest.mark.parametrize("policy", ["baseline", "lyra", "tiresias", "lyra-pack", "gimbal"])
+def test_a_replay_does_its_least_work_and_stops_past_its_share(tmp_path, policy):
+    from dataclasses import replace
+
+    from lyra_solver.bench.sim.engine import least_work
+
+    specs = _congested(tmp_path)
+    cfg = SimConfig(training_servers=1, inference_servers=0, interval=60.0)
+    least = least_work(specs, cfg)
+    free = simulate(specs, get_policy(policy), cfg)
+    held = simulate(specs, get_policy(policy), replace(cfg, max_work=10**12))  # a bound it stays within: the same
+    assert held.jobs == free.jobs and held.series == free.series and held.counters == free.counters
+    with pytest.raises(ReplayTooLong, match="share of the work"):  # the least work is done by every replay
+        simulate(specs, get_policy(policy), replace(cfg, max_work=least - 1))
+
+
+def test_a_long_job_at_a_short_interval_is_refused_before_it_runs(tmp_path):
+    import time
+
+    trace = _write(tmp_path, "t.csv", HEADER + "2017-10-09 07:01:55,1e7,1,1,a\n")
+    t0 = time.perf_counter()
+    line = one_clean_line(run(*BASE, "--trace", trace, "--interval", "1", "--out", str(tmp_path / "o"), timeout=60))
+    assert line.startswith("error: --max-work: each run may do") and "--interval 1 s" in line, line
+    assert time.perf_counter() - t0 < 30 and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("extra", [["--seeds", "1000"], ["--compare", "baseline", "gimbal-exact", "tiresias",
+                                                         "--seeds", "300"]])
+def test_many_runs_are_refused_at_once(tmp_path, extra):
+    import time
+
+    trace = _write(tmp_path, "t.csv", SMALL)
+    base = [a for a in BASE if a not in ("--policy", "lyra")] if "--compare" in extra else BASE
+    t0 = time.perf_counter()
+    line = one_clean_line(run(*base, "--trace", trace, *extra, timeout=60))
+    assert line.startswith("error: --max-work:"), line
+    assert time.perf_counter() - t0 < 30
+
+
+def test_the_largest_clusters_end_within_their_share(tmp_path):
+    import time
+
+    trace = _write(tmp_path, "t.csv", SMALL)
+    t0 = time.perf_counter()
+    res = run(*BASE, "--trace", trace, "--training-servers", "100000", "--inference-servers", "100000", timeout=60)
+    assert time.perf_counter() - t0 < 60
+    clean_exit(res)
+    many = run(*BASE, "--trace", trace, "--training-servers", "100000", "--max-work", "500000", timeout=60)
+    assert one_clean_line(many).startswith("error: --max-work: a replay passed its share of the work, 469,955 units")
+
+
+def test_max_work_zero_is_the_documented_opt_out(tmp_path):
+    trace = _write(tmp_path, "t.csv", HEADER + "2017-10-09 07:01:55,20000,1,1,a\n")
+    args = (*BASE, "--trace", trace, "--interval", "1")
+    assert one_clean_line(run(*args, "--max-work", "40000", timeout=60)).startswith("error: --max-work:")
+    assert "| lyra |" in clean_exit(run(*args, "--max-work", "0", timeout=120))
+    assert one_clean_line(run(*args, "--max-work", "-1", timeout=60)).startswith("error: --max-work: must be")
+
+
+def test_a_sweep_is_refused_before_its_first_point(tmp_path):
+    trace = _write(tmp_path, "t.csv", SMALL)
+    out = tmp_path / "sw"
+    res = run(*BASE, "--trace", trace, "--sweep", "training-servers=4,8", "--max-work", "64000", "--out", str(out),
+              timeout=60)
+    assert one_clean_line(res).startswith("error: --max-work:") and "x 2 sweep points" in res.stderr.decode()
+    assert not out.exists()
+    from lyra_solver.bench.sim.engine import least_work
+
+    one = least_work(map_jobs(load_philly(trace)), SimConfig(training_servers=8, inference_servers=2))
+    assert 64000 // 2 - 30000 < one <= 64000 - 30000  # refused for its share of the sweep, not alone
+
+
+def test_local_processes_are_at_most_the_cpu_count(tmp_path, monkeypatch):
+    import lyra_solver.bench.harness as harness
+    import lyra_solver.bench.sim.cli as sim_cli
+    from lyra_solver.cli import main
+
+    asked = []
+
+    def fake(fn, items, *, jobs, **kw):
+        asked.append(jobs)
+        return [fn(a) for a in items]
+
+    monkeypatch.setattr(harness, "map_tasks", fake)
+    monkeypatch.setattr(sim_cli.os, "cpu_count", lambda: 2)
+    trace = _write(tmp_path, "t.csv", SMALL)
+    assert main([*BASE, "--trace", trace, "--seeds", "3", "--jobs", "64"]) == 0
+    assert asked == [2]
+
+
+def test_a_sweep_point_past_its_share_stops_the_sweep(tmp_path):
+    trace = _write(tmp_path, "t.csv", SMALL)
+    res = run(*BASE, "--trace", trace, "--sweep", "training-servers=4,8", "--max-work", "70000", timeout=60)
+    assert one_clean_line(res).startswith("error: --max-work: a replay passed its share of the work, 4,955 units")
+
+
+def test_a_csv_past_its_size_limit_is_refused_before_parsing(tmp_path):
+    import time
+
+    from lyra_solver.bench.sim._rows import MAX_CSV_BYTES
+
+    big = tmp_path / "big.csv"
+    with open(big, "w") as fh:
+        fh.write("time,value\n")
+        fh.write("0,1\n" * (MAX_CSV_BYTES // 4 + 1))
+    trace = _write(tmp_path, "t.csv", SMALL)
+    t0 = time.perf_counter()
+    line = one_clean_line(run(*BASE, "--trace", trace, "--load", str(big), timeout=60))
+    assert "big.csv: $: load file larger than the 8 MiB limit" in line, line
+    line = one_clean_line(run(*BASE, "--trace", str(big), timeout=60))
+    assert "big.csv: $: trace file larger than the 8 MiB limit" in line, line
+    assert time.perf_counter() - t0 < 30

@@ -115,6 +115,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --backend ray: the Ray cluster's address (ray.init(address=...); default: a local Ray)")
     r.add_argument("--out", help="directory for summary.json, timings.json, jobs-POLICY.csv and plots")
     r.add_argument("--check", action="store_true", help="check every decision with the independent checker")
+    r.add_argument("--max-work", type=int, default=None, metavar="UNITS",
+                   help="the most work (about CPU microseconds of replay, README 'Bound on the work') of the command, "
+                   "shared equally by its runs (policies x seeds x slices x sweep points): a run that passes its "
+                   "share stops the command (exit 2), one whose least work passes it is refused before any runs; "
+                   f"0: no bound (default {DEFAULT_MAX_WORK:,}: about 20 CPU seconds)")
     r.add_argument("--sweep", metavar="NAME=V1,V2,...",
                    help="repeat the comparison at each value of training-servers, inference-servers, elastic-share "
                    "or load-factor: sweep.json and sweep.png in --out (default: the current folder), each point's "
@@ -134,6 +139,19 @@ MAX_JOBS = 1_024
 MAX_TIME_LIMIT = 3_600.0
 #: Most slices of one comparison (each is read from the trace and replayed per policy and seed).
 MAX_SLICES = 1_000
+#: The default of ``--max-work``: the most work units (``engine.EVENT_WORK``, ...) one ``simulate`` command may do,
+#: each run its equal share (a run of a policy of :data:`POLICY_WORK` ``w`` counting ``w`` times), a run of a sweep
+#: point its share of the point's. Measured at 0.4-1.0 CPU microseconds per unit (weighted) on the shared 2-core
+#: machine (README "Bound on the work"), so a command ends within about 20 CPU seconds of replay.
+DEFAULT_MAX_WORK = 20_000_000
+#: Work units of a run besides its events (the summary, the results sent back): 23-36 ms measured.
+RUN_WORK = 30_000
+#: Work units per job of a run's mapping of the trace (``traces.map_jobs``: two hashes a row, about 15 us).
+MAP_WORK = 15
+#: Cost per unit of a policy's replay relative to ``baseline`` (measured on 50 rigid 8-GPU jobs of an hour queued
+#: on one server, a round a minute, and 300 one-GPU jobs on one server); not listed: 1.
+POLICY_WORK = {"lucid": 2, "lyra-exact": 2, "lyra-pack": 2, "gimbal": 2, "gimbal-makespan": 2, "gimbal-deadline": 2,
+               "gimbal-exact": 4}
 
 
 def _resolve(args) -> None:
@@ -178,6 +196,10 @@ def _validate(args) -> None:
         _fail("--load-factor", "must be a positive finite number")
     if args.limit is not None and args.limit < 1:
         _fail("--limit", "must be at least 1")
+    if args.max_work is None:
+        args.max_work = DEFAULT_MAX_WORK
+    if args.max_work < 0:
+        _fail("--max-work", f"must be at least 0 (0: no bound), got {args.max_work}")
 
 
 def _deadline_factor(text: str) -> tuple[float, float]:
@@ -393,7 +415,7 @@ def _run_task(task):
     return run_one(trace, config, policy, seed, mapping)
 
 
-def _run_all(tasks, traces, config, mapping, args):
+def _run_all(tasks, traces, configs, mapping, args):
     """Every (policy, seed): in this process with a per-job bar (one run), else through the benchmark
     harness's backend (local processes, or Ray, imported only then)."""
     from lyra_solver.bench.harness import map_tasks
@@ -402,11 +424,14 @@ def _run_all(tasks, traces, config, mapping, args):
     show = wanted(args)  # the command line's one progress rule (-q, --progress, --no-progress, a terminal)
     if len(tasks) == 1:
         p, s, k = tasks[0]
-        return {(p, s, k): run_one(traces[k], config, p, s, mapping, progress=show)}
+        return {(p, s, k): run_one(traces[k], configs[k], p, s, mapping, progress=show)}
     bar = _bar(len(tasks), "runs") if show else None
+    jobs = args.jobs or os.cpu_count() or 1
+    if args.backend == "local":  # more processes than CPUs only add their start-up time and memory
+        jobs = min(jobs, os.cpu_count() or 1)
     try:
-        out = map_tasks(_run_task, [(traces[k], config, p, s, mapping) for p, s, k in tasks],
-                        jobs=args.jobs or os.cpu_count() or 1, backend=args.backend,
+        out = map_tasks(_run_task, [(traces[k], configs[k], p, s, mapping) for p, s, k in tasks],
+                        jobs=jobs, backend=args.backend,
                         address=getattr(args, "address", None),
                         progress=None if bar is None else bar.t.update)
     finally:
@@ -542,8 +567,20 @@ def _sweep(args, policies) -> int:
     base = "baseline" if "baseline" in policies else policies[0]
     refs = [base] + (["baseline-sjf"] if "baseline-sjf" in policies and base != "baseline-sjf" else [])
     out = Path(args.out) if args.out else Path(".")
-    doc = run_sweep(args, sweep, lambda a: _compare(a, policies, heading=f"{sweep.name}={getattr(a, sweep.dest)}"),
-                    refs, out=out if args.out else None)
+    points = len(sweep.values)
+    if args.max_work:  # every point within its share of --max-work before any runs
+        import copy
+
+        for v in sweep.values:
+            a = copy.copy(args)
+            setattr(a, sweep.dest, v)
+            try:
+                _, config, traces = _prepare(a)
+            except Exception:  # noqa: BLE001 - the point fails when it runs and is recorded there, as before
+                continue
+            _bounded(a, traces, config, policies, share=points)
+    doc = run_sweep(args, sweep, lambda a: _compare(a, policies, heading=f"{sweep.name}={getattr(a, sweep.dest)}",
+                                                    share=points), refs, out=out if args.out else None)
     written = write_sweep(out, doc)
     print(f"\n## sweep over {sweep.name}: mean JCT ratios (mean [95% interval] over the runs)\n")
     print(sweep_table(doc))
@@ -556,14 +593,60 @@ def _sweep(args, policies) -> int:
     return 0
 
 
-def _compare(args, policies, heading: str | None = None):
+def _bounded(args, traces, config, policies, share: int = 1) -> list:
+    """The configuration of each slice's runs, each run stopped past its share of ``--max-work`` (divided by
+    ``share`` sweep points, then equally over the runs, a run of a policy of :data:`POLICY_WORK` ``w`` counting
+    ``w`` times, less :data:`RUN_WORK`); exit 2 (``--max-work``) before any run when one run's
+    :func:`.engine.least_work` already passes its share."""
+    from dataclasses import replace as dc_replace
+
+    from lyra_solver.bench.sim.engine import least_work
+
+    if not args.max_work:
+        return [config] * len(traces)
+    weights = [POLICY_WORK.get(p.partition("@")[0], 1) for p in policies]
+    runs = sum(weights) * args.seeds * len(traces)
+    each = args.max_work // share // runs - RUN_WORK
+    least = max(least_work(_least_specs(t, args, config), config) + MAP_WORK * len(t) for t in traces)
+    if least > each:
+        jobs = max(len(t) for t in traces)
+        _fail("--max-work", f"each run may do {max(each, 0):,} work units ({args.max_work:,} over "
+              f"{len(policies)} policies x {args.seeds} seeds x {len(traces)} slices"
+              f"{f' x {share} sweep points' if share > 1 else ''}), but a replay of {jobs} jobs at --interval "
+              f"{config.interval:g} s on {config.training_servers} + {config.inference_servers} servers needs at "
+              f"least {least:,} (README 'Bound on the work'): use fewer seeds, policies, slices or servers, a "
+              "shorter trace, a longer --interval, or a larger --max-work (0: no bound)")
+    return [dc_replace(config, max_work=each - MAP_WORK * len(t)) for t in traces]
+
+
+def _least_specs(trace, args, config) -> list:
+    """Jobs for :func:`.engine.least_work` of every seed's mapping: a Pollux row mapped (its duration comes from
+    its model), a Philly row at its widest range (``ceil(g/2)..max(g, min(2g, 64))``, whether it is drawn elastic
+    or not: the least work of any draw), without hashing every row as :func:`.traces.map_jobs` does."""
+    from lyra_solver.bench.sim.traces import SimJobSpec, map_jobs
+
+    if any(tj.batch_size for tj in trace):
+        return map_jobs(trace, seed=args.seed, server_gpus=config.server_gpus)
+    return [SimJobSpec(id="", line=tj.line, submit=tj.submit, gpus=tj.gpus, duration=tj.duration, app="", work=0.0,
+                       min_workers=-(-tj.gpus // 2), max_workers=max(tj.gpus, min(2 * tj.gpus, 64)),
+                       restart_penalty=0.0, preemption_penalty=0.0) for tj in trace]
+
+
+def _prepare(args):
+    """The first slice's trace, the cluster configuration and every slice at the load factor."""
+    from lyra_solver.bench.sim.sweep import scale_arrivals
+
+    trace, config = _setup(args)
+    return trace, config, [scale_arrivals(t, args.load_factor) for t in _slices(args, trace)]
+
+
+def _compare(args, policies, heading: str | None = None, share: int = 1):
     """One comparison (every policy x seed x slice) on the options of ``args``: prints the table, writes --out, returns
     the :class:`~lyra_solver.bench.sim.sweep.PointResult`."""
     from lyra_solver.bench.sim.report import combine, markdown_table, ratios, write_outputs
-    from lyra_solver.bench.sim.sweep import PointResult, scale_arrivals
+    from lyra_solver.bench.sim.sweep import PointResult
 
-    trace, config = _setup(args)
-    traces = [scale_arrivals(t, args.load_factor) for t in _slices(args, trace)]  # each slice at the load factor
+    trace, config, traces = _prepare(args)
     mapping = {"elastic_share": args.elastic_share, "restart_penalty": args.restart_penalty,
                "preemption_penalty": args.preemption_penalty, "deadline_factor": list(args.deadline_range)}
     if args.packing:
@@ -574,13 +657,18 @@ def _compare(args, policies, heading: str | None = None):
     seeds = list(range(args.seed, args.seed + args.seeds))
     runs = [(s, k) for k in range(len(traces)) for s in seeds]
     tasks = [(p, s, k) for p in policies for s, k in runs]
+    configs = _bounded(args, traces, config, policies, share=share)
     t0 = time.perf_counter()
     from lyra_solver.bench.sim.engine import ReplayTooLong
 
     try:
-        results = _run_all(tasks, traces, config, mapping, args)
+        results = _run_all(tasks, traces, configs, mapping, args)
     except ReplayTooLong as err:
-        _fail("--interval", str(err))
+        from lyra_solver.errors import InputError
+
+        spent = InputError("--max-work", str(err))
+        spent.stops_sweep = True  # the command's bound, not the point's: a sweep stops (sweep.run_sweep)
+        raise spent from None
     wall = time.perf_counter() - t0
     summaries = {p: combine([results[(p, s, k)][0] for s, k in runs]) for p in policies}
     for p in policies:  # the allocation objective of each policy that allocates

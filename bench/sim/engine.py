@@ -79,8 +79,47 @@ MAX_SERVERS = 100_000  # per cluster (training, inference)
 MAX_EVENTS = 5_000_000
 
 
+#: The bound on a replay's work (README "Simulation", "Bound on the work"). A work unit is about a CPU microsecond of
+#: the loop (measured, see ``cli.DEFAULT_MAX_WORK``). The replay counts its units as it runs and stops past
+#: ``SimConfig.max_work`` (:class:`ReplayTooLong`); :func:`least_work` is what every replay of the input must do, so a
+#: command whose least work already passes its bound is refused before it runs:
+#: - ``EVENT_WORK`` per event of the loop, plus one per running job (time advanced, next completion found);
+#: - ``ROUND_WORK`` per decided round (snapshot, ``decide``, carrying it out), plus ``JOB_ROUND_WORK`` per active
+#:   job and ``SERVER_ROUND_WORK`` per server (training and inference) the snapshot lists.
+EVENT_WORK = 30
+ROUND_WORK = 4_000
+JOB_ROUND_WORK = 20
+SERVER_ROUND_WORK = 4
+
+
 class ReplayTooLong(ValueError):
-    """The replay passed :data:`MAX_EVENTS` events (a longer interval or a shorter trace is needed)."""
+    """The replay passed :data:`MAX_EVENTS` events or its ``SimConfig.max_work`` work units."""
+
+
+def least_work(specs, cfg: SimConfig) -> int:
+    """A lower bound on the work units of any replay of ``specs`` on ``cfg``, computed before it runs. O(n).
+
+    Every job starts in a decided round (at least one, with at least one job and every server in the snapshot),
+    and rounds tick every interval while jobs are active, for at least as long as (a) the longest job at its
+    fastest (``duration x gpus / max_workers``: no faster than linear scaling) and (b) the GPU-seconds every job
+    needs at least (``min_workers x duration``: a job shrunk below its size runs no faster per GPU) over twice
+    the GPUs of both clusters (two jobs share a GPU when packed). Each tick is at least one event.
+
+    Examples
+    --------
+    >>> from lyra_solver.bench.sim.traces import SimJobSpec
+    >>> long = SimJobSpec("j0", 2, 0.0, 1, 1e7, "cifar10", 1.0, 1, 2, 30.0, 300.0)
+    >>> least_work([long], SimConfig(training_servers=1, inference_servers=0, interval=1.0))
+    150003994
+    """
+    if not specs:
+        return 0
+    fastest = max(s.duration * s.gpus / max(s.max_workers, s.gpus) for s in specs)
+    gpus = 2 * max(1, (cfg.training_servers + cfg.inference_servers) * cfg.server_gpus)
+    spread = sum(min(s.min_workers, s.gpus) * s.duration for s in specs) / gpus
+    ticks = max(0, math.floor(max(fastest, spread) / cfg.interval) - 1)
+    servers = cfg.training_servers + cfg.inference_servers
+    return ticks * EVENT_WORK + ROUND_WORK + JOB_ROUND_WORK + SERVER_ROUND_WORK * servers
 
 
 def check_config(cfg: SimConfig) -> None:
@@ -132,6 +171,7 @@ class SimConfig:
     event_rounds: bool = True  # also a round at an arrival or completion when GPUs are free (else ticks only)
     round_origin: float | None = None  # rounds at round_origin + k * interval (None: from the first arrival)
     start_penalty: float = 0.0  # seconds without progress after a job's first start (the Pollux artifact: 30)
+    max_work: int = 0  # work units after which the replay stops (ReplayTooLong); 0: no bound (least_work)
 
 
 @dataclass
@@ -532,9 +572,15 @@ class _Sim:
         load = self.load
         next_load = t if load is not None else math.inf
         next_tick = grid + math.ceil((t - grid) / cfg.interval) * cfg.interval
-        events = 0
+        events = work = 0
+        most = cfg.max_work or math.inf
+        round_work = ROUND_WORK + SERVER_ROUND_WORK * (cfg.training_servers + cfg.inference_servers)
         while arrivals or self.active:
             events += 1
+            work += EVENT_WORK + len(self.running)  # advancing time and the next completion: every running job
+            if work > most:
+                raise ReplayTooLong(f"a replay passed its share of the work, {cfg.max_work:,} units, at t={t:g} s with "
+                                    f"{len(self.active)} jobs active and {self.done} done")
             if events > MAX_EVENTS:
                 raise ReplayTooLong(f"the replay passed {MAX_EVENTS:,} events (bench.sim.engine.MAX_EVENTS) at "
                                     f"t={t:g} s with {len(self.active)} jobs active; use a longer interval or a "
@@ -570,7 +616,9 @@ class _Sim:
                     m.series.append((t, 0, c.used_train, c.serving_gpus(), c.used_inf))
                     self._round_row(t)
                 else:
+                    work += round_work + JOB_ROUND_WORK * len(self.active)
                     self._round(t)
+        self.work = work  # the units counted (not in the result: measurements of the bound read it here)
         makespan = max((j.end for j in self.jobs if j.end is not None), default=origin) - origin
         rows = [j.row() for j in self.jobs]
         return SimResult(self.policy.name, rows, m.series, dict(m.counters), dict(m.gs), makespan,

@@ -224,7 +224,8 @@ def run_sweep(args, sweep: Sweep, compare: Callable[[object], PointResult], refe
     Notes
     -----
     A point fails when ``compare`` raises (an :class:`~lyra_solver.InputError` of the point's value, a decision the
-    checker rejects, ...): the error is logged and recorded, and the next point runs.
+    checker rejects, ...): the error is logged and recorded, and the next point runs; an error marked
+    ``stops_sweep`` (``--max-work`` spent) is raised at once.
     """
     points, failed = [], []
     for v in sweep.values:
@@ -237,6 +238,8 @@ def run_sweep(args, sweep: Sweep, compare: Callable[[object], PointResult], refe
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as err:  # a failing point keeps the others
+            if getattr(err, "stops_sweep", False):  # but the command's bound on its work, --max-work, is spent
+                raise
             msg = err.line() if isinstance(err, InputError) else f"{type(err).__name__}: {err}"
             log.error("sweep point %s=%s failed: %s", sweep.name, v, msg)
             points.append({"value": v, "status": "failed", "error": msg})
