@@ -269,16 +269,23 @@ def test_max_work_zero_is_the_documented_opt_out(tmp_path):
 
 
 def test_a_sweep_is_refused_before_its_first_point(tmp_path):
-    trace = _write(tmp_path, "t.csv", SMALL)
-    out = tmp_path / "sw"
-    res = run(*BASE, "--trace", trace, "--sweep", "training-servers=4,8", "--max-work", "64000", "--out", str(out),
-              timeout=60)
-    assert one_clean_line(res).startswith("error: --max-work:") and "x 2 sweep points" in res.stderr.decode()
-    assert not out.exists()
+    """Alone a run gets the whole --max-work; a command of more than FULL_RUNS runs shares FULL_RUNS times it."""
+    from lyra_solver.bench.sim.cli import FULL_RUNS, MAP_WORK, RUN_WORK
     from lyra_solver.bench.sim.engine import least_work
 
-    one = least_work(map_jobs(load_philly(trace)), SimConfig(training_servers=8, inference_servers=2))
-    assert 64000 // 2 - 30000 < one <= 64000 - 30000  # refused for its share of the sweep, not alone
+    trace = _write(tmp_path, "t.csv", SMALL)
+    specs = map_jobs(load_philly(trace))
+    one = least_work(specs, SimConfig(training_servers=8, inference_servers=2)) + MAP_WORK * len(specs)
+    budget = one + RUN_WORK  # exactly a run's least work, alone
+    points = ",".join(f"{0.04 * i:.2f}" for i in range(FULL_RUNS + 1))
+    out = tmp_path / "sw"
+    res = run(*BASE, "--trace", trace, "--sweep", f"elastic-share={points}", "--max-work", str(budget),
+              "--out", str(out), timeout=60)
+    assert one_clean_line(res).startswith("error: --max-work:")
+    assert f"x {FULL_RUNS + 1} sweep points" in res.stderr.decode()
+    assert not out.exists()
+    alone = run(*BASE, "--trace", trace, "--max-work", str(budget), timeout=60)  # not refused before it runs
+    assert b"each run may do" not in alone.stderr
 
 
 def test_local_processes_are_at_most_the_cpu_count(tmp_path, monkeypatch):
@@ -301,7 +308,7 @@ def test_local_processes_are_at_most_the_cpu_count(tmp_path, monkeypatch):
 
 def test_a_sweep_point_past_its_share_stops_the_sweep(tmp_path):
     trace = _write(tmp_path, "t.csv", SMALL)
-    res = run(*BASE, "--trace", trace, "--sweep", "training-servers=4,8", "--max-work", "70000", timeout=60)
+    res = run(*BASE, "--trace", trace, "--sweep", "training-servers=4,8", "--max-work", "35000", timeout=60)
     assert one_clean_line(res).startswith("error: --max-work: a replay passed its share of the work, 4,955 units")
 
 

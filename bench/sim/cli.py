@@ -116,10 +116,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--out", help="directory for summary.json, timings.json, jobs-POLICY.csv and plots")
     r.add_argument("--check", action="store_true", help="check every decision with the independent checker")
     r.add_argument("--max-work", type=int, default=None, metavar="UNITS",
-                   help="the most work (about CPU microseconds of replay, README 'Bound on the work') of the command, "
-                   "shared equally by its runs (policies x seeds x slices x sweep points): a run that passes its "
-                   "share stops the command (exit 2), one whose least work passes it is refused before any runs; "
-                   f"0: no bound (default {DEFAULT_MAX_WORK:,}: about 20 CPU seconds)")
+                   help="the most work of each run (about CPU microseconds of replay, README 'Bound on the work'): a "
+                   f"command of more than {FULL_RUNS} runs (policies x seeds x slices x sweep points) shares "
+                   f"{FULL_RUNS} x UNITS equally; a run that passes its part stops the command (exit 2), one whose "
+                   "least work passes it is refused before any runs, and so is a command of more than "
+                   f"{MAX_RUNS} runs; 0: no bound (default {DEFAULT_MAX_WORK:,}: about 20 CPU seconds a run)")
     r.add_argument("--sweep", metavar="NAME=V1,V2,...",
                    help="repeat the comparison at each value of training-servers, inference-servers, elastic-share "
                    "or load-factor: sweep.json and sweep.png in --out (default: the current folder), each point's "
@@ -139,11 +140,17 @@ MAX_JOBS = 1_024
 MAX_TIME_LIMIT = 3_600.0
 #: Most slices of one comparison (each is read from the trace and replayed per policy and seed).
 MAX_SLICES = 1_000
-#: The default of ``--max-work``: the most work units (``engine.EVENT_WORK``, ...) one ``simulate`` command may do,
-#: each run its equal share (a run of a policy of :data:`POLICY_WORK` ``w`` counting ``w`` times), a run of a sweep
-#: point its share of the point's. Measured at 0.4-1.0 CPU microseconds per unit (weighted) on the shared 2-core
-#: machine (README "Bound on the work"), so a command ends within about 20 CPU seconds of replay.
+#: The default of ``--max-work``: the most work units (``engine.EVENT_WORK``, ...) one run of a ``simulate``
+#: command may do (a run of a policy of :data:`POLICY_WORK` ``w`` the ``w``-th part). Measured at 0.4-1.0 CPU
+#: microseconds per unit (weighted) on the shared 2-core machine (README "Bound on the work"), so a run ends within
+#: about 20 CPU seconds of replay: a Pollux workload (``--preset pollux-artifact``) with any policy, or a
+#: 600-job Philly slice, fits whole.
 DEFAULT_MAX_WORK = 20_000_000
+#: Runs (weighted, as :data:`POLICY_WORK`) that each get the whole ``--max-work``; a command of more shares
+#: ``FULL_RUNS x --max-work`` equally, so no command does more than that.
+FULL_RUNS = 16
+#: Most runs (policies x seeds x slices x sweep points) of one command.
+MAX_RUNS = 256
 #: Work units of a run besides its events (the summary, the results sent back): 23-36 ms measured.
 RUN_WORK = 30_000
 #: Work units per job of a run's mapping of the trace (``traces.map_jobs``: two hashes a row, about 15 us).
@@ -594,23 +601,30 @@ def _sweep(args, policies) -> int:
 
 
 def _bounded(args, traces, config, policies, share: int = 1) -> list:
-    """The configuration of each slice's runs, each run stopped past its share of ``--max-work`` (divided by
-    ``share`` sweep points, then equally over the runs, a run of a policy of :data:`POLICY_WORK` ``w`` counting
-    ``w`` times, less :data:`RUN_WORK`); exit 2 (``--max-work``) before any run when one run's
-    :func:`.engine.least_work` already passes its share."""
+    """The configuration of each slice's runs, each run stopped past its part of the work: ``--max-work`` (a
+    policy of :data:`POLICY_WORK` ``w`` its ``w``-th part) while the command has at most :data:`FULL_RUNS`
+    weighted runs (``share`` sweep points of them), else ``FULL_RUNS x --max-work`` shared equally; less
+    :data:`RUN_WORK` and :data:`MAP_WORK` a job. Exit 2 (``--max-work``) before any run when the command has more
+    than :data:`MAX_RUNS` runs or one run's :func:`.engine.least_work` already passes its part."""
     from dataclasses import replace as dc_replace
 
     from lyra_solver.bench.sim.engine import least_work
 
     if not args.max_work:
         return [config] * len(traces)
+    count = len(policies) * args.seeds * len(traces) * share
+    if count > MAX_RUNS:
+        _fail("--max-work", f"{count:,} runs ({len(policies)} policies x {args.seeds} seeds x {len(traces)} slices"
+              f"{f' x {share} sweep points' if share > 1 else ''}), at most {MAX_RUNS}: use fewer seeds, "
+              "policies, slices or sweep points, or --max-work 0 (no bound)")
     weights = [POLICY_WORK.get(p.partition("@")[0], 1) for p in policies]
-    runs = sum(weights) * args.seeds * len(traces)
-    each = args.max_work // share // runs - RUN_WORK
+    runs = sum(weights) * args.seeds * len(traces) * share
+    each = min(args.max_work // max(weights), FULL_RUNS * args.max_work // runs) - RUN_WORK
     least = max(least_work(_least_specs(t, args, config), config) + MAP_WORK * len(t) for t in traces)
     if least > each:
         jobs = max(len(t) for t in traces)
-        _fail("--max-work", f"each run may do {max(each, 0):,} work units ({args.max_work:,} over "
+        shared = f", {FULL_RUNS} x it shared by {runs:,} weighted runs" if runs > FULL_RUNS else ""
+        _fail("--max-work", f"each run may do {max(each, 0):,} work units (--max-work {args.max_work:,}{shared}: "
               f"{len(policies)} policies x {args.seeds} seeds x {len(traces)} slices"
               f"{f' x {share} sweep points' if share > 1 else ''}), but a replay of {jobs} jobs at --interval "
               f"{config.interval:g} s on {config.training_servers} + {config.inference_servers} servers needs at "
