@@ -366,8 +366,8 @@ def test_pollux_workload_loads():
 
 
 def test_policies_and_packing():
-    assert set(POLICIES) == {"baseline", "baseline-sjf", "loan", "elastic", "lyra", "lyra-exact", "lyra-fifo",
-                             "lyra-pack", "tiresias", "optimus", "lucid", "gimbal", "gimbal-deadline",
+    assert set(POLICIES) == {"baseline", "baseline-sjf", "loan", "elastic", "lyra", "lyra-exact", "lyra-greedy",
+                             "lyra-fifo", "lyra-pack", "tiresias", "optimus", "lucid", "gimbal", "gimbal-deadline",
                              "gimbal-makespan", "gimbal-exact"}
     assert all(name == pol.name for name, pol in POLICIES.items())
     with pytest.raises(InputError, match="unknown policy"):

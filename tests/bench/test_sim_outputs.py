@@ -69,7 +69,7 @@ def test_segments_hold_gpu_capacity_per_server_and_add_up_to_the_rounds(tmp_path
                             held[server] += n
             assert all(n <= GPUS for n in held.values()), (policy, t, dict(held))
             assert all(s[0] in "ti" and int(s[1:]) < (2 if s[0] == "t" else 3) for s in held), (policy, held)
-            if policy not in ("loan", "lyra", "lyra-exact", "lyra-fifo", "lyra-pack"):
+            if not POLICIES[policy].loan:
                 assert not any(s.startswith("i") for s in held), policy  # only loaning policies borrow
         # the per-round totals are what the segments hold at that instant
         for r in _read(out / f"rounds-{policy}.csv"):
