@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 from lyra_solver.formulations import SolveResult
 from lyra_solver.formulations.vocabulary import (
+    OBJECTIVES,
     SERVER_STATES,
     Allocation,
     Packing,
@@ -64,7 +65,7 @@ class Settings:
         decreasing can only spread (fragmented servers) is made anyway, and on a network-bound model the
         spread placement runs slower than the count it had (yolov3 at 3 replicas on 2 + 1 GPUs: 4.57 steps/s
         against 5.15 at 2 on one server), which the next round undoes: a restart each way."""
-        return self.objective != "jct-reduction"
+        return self.objective != OBJECTIVES[0]
 
     def left(self) -> float:
         """Seconds an exact step may use now: what is left of the round's ``time_limit`` (at least 1 ms)."""

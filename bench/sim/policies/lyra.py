@@ -12,8 +12,8 @@ at the count it holds: the marginal greedy climbs each row one undominated item 
 and a job holding many workers stops on the flat part below its peak when capacity runs out first, to climb
 back the next round (a restart each way: deepspeech2 alternating 12 and 17 workers every round for an hour on
 Pollux workload 4). The hull greedy steps along each row's upper convex hull, peak included. Measured with
-``--objective hesrpt`` on Pollux workloads 1-8 (``--preset pollux-artifact``): the marginal greedy 5-27%
-above ``lyra-exact``'s mean JCT with 2-6x its restarts, the hull greedy within 3% of it (BENCHMARKS.md,
+``--objective hesrpt`` on Pollux workloads 1-8 (``--preset pollux-artifact``): the marginal greedy 3-28%
+above ``lyra-exact``'s mean JCT with 2-5x its restarts, the hull greedy within 4% of it either way (BENCHMARKS.md,
 "Objectives"). Lyra's own objective keeps the marginal greedy, as the paper.
 """
 from __future__ import annotations
