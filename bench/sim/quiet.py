@@ -1,13 +1,13 @@
-"""Rounds whose decision is known without calling ``decide`` (the engine skips them, counted as
-``quiet_rounds``).
+"""Rounds whose decision is known without calling ``decide`` (the engine skips them, counted as ``quiet_rounds``).
 
-:func:`is_quiet`: nothing queued, no reclaim asked, and every running job at its largest shown size. Then no
-step can change anything (nothing to admit, no loan wanted, every elastic job's top option is the one it holds,
-placements of unchanged jobs are kept). Also quiet, for policies whose :meth:`~.policies.base.Policy.skips_kept_sizes`
-holds (greedy allocation, elastic, no packing, no two-queue preemption): nothing queued, no reclaim, and every
-elastic job held at the strict best size of its value row (:class:`SizesKept`; not for jobs of the Pollux
-model, whose rates change with the epoch). Exact, not an approximation:
-tests compare against runs that call ``decide`` every round.
+:func:`is_quiet`: nothing queued, no reclaim asked, and every running job at its largest shown size (and, for a
+policy whose rounds consolidate spread jobs, :meth:`~.policies.base.Policy.consolidates`, none spread over more
+servers than its size needs). Then no step can change anything (nothing to admit, no loan wanted, every elastic
+job's top option is the one it holds, placements of unchanged jobs are kept). Also quiet, for policies whose
+:meth:`~.policies.base.Policy.skips_kept_sizes` holds (greedy allocation, elastic, no packing, no two-queue
+preemption): nothing queued, no reclaim, and every elastic job held at the strict best size of its value row
+(:class:`SizesKept`; not for jobs of the Pollux model, whose rates change with the epoch). Exact, not an
+approximation: tests compare against runs that call ``decide`` every round.
 """
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ def is_quiet(sim) -> bool:
             return False
         if at_top and j.workers != pol.shown_range(j.spec)[1]:
             at_top = False
+    if at_top and pol.consolidates():  # a spread job may be moved onto fewer servers (steps/place.py)
+        G = sim.cluster.G
+        at_top = all(len(jobs[i].placement or ()) <= -(-jobs[i].workers // G) for i in sim.running)  # 1 GPU each
     if at_top:
         return True
     return pol.skips_kept_sizes() and not sim.modelled and sim.kept.holds(sim)

@@ -64,7 +64,9 @@ class Settings:
         for every objective but Lyra's, whose rounds stay as the paper's. Without it, a growth that best fit
         decreasing can only spread (fragmented servers) is made anyway, and on a network-bound model the
         spread placement runs slower than the count it had (yolov3 at 3 replicas on 2 + 1 GPUs: 4.57 steps/s
-        against 5.15 at 2 on one server), which the next round undoes: a restart each way."""
+        against 5.15 at 2 on one server), which the next round undoes: a restart each way. With it, too, a
+        spread job of unchanged count moves onto the fewest servers where that pays for its restart
+        (:func:`lyra_solver.steps.place._consolidate`)."""
         return self.objective != OBJECTIVES[0]
 
     def left(self) -> float:

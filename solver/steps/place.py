@@ -8,8 +8,11 @@ changes; a job whose count changes restarts anyway, so best fit decreasing place
 spanned) rather than around the workers it had. For every objective but Lyra's (``Settings.compact_growth``),
 a running job grows only onto the fewest servers its new count needs: where best fit decreasing can only
 spread it, it keeps its workers (the growth is not made, the GPUs stay free) and the others are placed again,
-at most once per such job. Running time O(K (S + W log S)) for best fit decreasing (W workers that move,
-K passes: one, plus at most one per job whose growth is undone), plus the ILP's.
+at most once per such job. With the same setting a running job of unchanged count that spans more servers
+than it needs moves onto the fewest servers when the GPUs left free hold it there and the move saves more than
+its restart (:func:`_consolidate`): without it a job that had to start spread stays spread to its end. Running
+time O(K (S + W log S)) for best fit decreasing (W workers that move, K passes: one, plus at most one per job
+whose growth is undone), plus the ILP's, plus O(C S log S) for C spread jobs.
 """
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ import logging
 import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.placement import PlacementProblem, solve_placement
+from lyra_solver.formulations.vocabulary import ServerKind
 from lyra_solver.heuristics.placement import best_fit_decreasing
 from lyra_solver.steps._state import Placed, RoundState, Settings, StepReport, usable_servers, used_gpus
+from lyra_solver.throughput import rate_one
 
 __all__ = ["EXACT_PLACEMENT_MAX_PAIRS", "place"]
 
@@ -61,7 +66,63 @@ def place(state: RoundState, settings: Settings) -> Placed:
         got = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
         # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
         placement[j] = got if sum(got.values()) >= int(cl.min_w[j]) or j in admitted else None
+    if settings.compact_growth:
+        settled = [j for j in range(len(placement)) if placement[j] and j not in admitted and j not in kept
+                   and j not in set(moving)]
+        _consolidate(cl, servers, placement, settled)
     return Placed(tuple(placement), report)
+
+
+def _consolidate(cl, servers, placement: list, settled: list[int]) -> None:
+    """Move spread jobs onto the fewest servers where that pays (``Settings.compact_growth``), in place.
+
+    A running job whose count is unchanged keeps its placement (DESIGN), but one that spans more servers than
+    its count needs (``ceil(w g / G)``) runs at the spread placement's rate where the throughput model depends
+    on the servers spanned (``profile``), and nothing else would ever bring it back together: on the 3-day
+    Philly run a bert job spent 77 days at 8 workers on 2 servers, 3.5x slower than on one. Such a job moves
+    when the GPUs left free on the usable training servers hold it on the fewest servers and the move pays for
+    its restart: ``T(spread) - T(compact) > P`` (remaining time at the two placements' rates, ``P`` its restart
+    penalty). Largest saving first (ties by position); each move takes the servers with the most free GPUs,
+    filled in that order. Kinds whose rate does not depend on the servers spanned never move (no saving).
+    Running time O(C log C + C S log S) for C spread jobs.
+    """
+    G = cl.server_gpus
+    snap = cl.snap
+    cand = []
+    for j in settled:
+        p = placement[j]
+        w, g = sum(p.values()), int(cl.gpw[j])
+        need = -(-w * g // G)
+        if len(p) <= need:
+            continue
+        job = snap.jobs[j]
+        r_now = rate_one(job.throughput, w, gpus_per_worker=g, server_gpus=G, servers=len(p))
+        r_new = rate_one(job.throughput, w, gpus_per_worker=g, server_gpus=G, servers=need)
+        if r_new <= r_now or r_now <= 0:
+            continue
+        saving = job.remaining_work / r_now - job.remaining_work / r_new - job.restart_penalty
+        if saving > 0:
+            cand.append((-saving, j, w, g, need))
+    if not cand:
+        return
+    training = [int(s) for s in servers if cl.kind[s] == _TRAINING]
+    free = (cl.gpus - used_gpus(cl, placement)).tolist()
+    for _, j, w, g, need in sorted(cand):
+        p = placement[j]
+        for s, n in p.items():
+            free[s] += n * g
+        best = sorted(training, key=lambda s: (-free[s], s))[:need]
+        if sum(free[s] // g for s in best) >= w:
+            new, left = {}, w
+            for s in best:
+                n = min(left, free[s] // g)
+                if n:
+                    new[s], left = n, left - n
+            if len(new) <= need:
+                p = new
+        placement[j] = p
+        for s, n in p.items():
+            free[s] -= n * g
 
 
 def _place_afresh(cl, adm, servers, target, moving, stopped, kept):
@@ -104,6 +165,7 @@ def _spread_growths(cl, adm, servers, target, moving, out) -> list[int]:
     return bad
 
 
+_TRAINING = int(ServerKind.TRAINING)
 EXACT_PLACEMENT_MAX_PAIRS = 50_000  # job x server pairs beyond which the placement ILP is not attempted
 
 

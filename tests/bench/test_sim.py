@@ -88,11 +88,15 @@ def test_elastic_jobs_stay_in_their_range_and_lyra_loans():
 
 
 @needs_data
-@pytest.mark.parametrize("policy", ["baseline", "lyra", "lyra-pack"])
+@pytest.mark.parametrize("policy", ["baseline", "lyra", "lyra-pack", "lyra@hesrpt", "lyra@pollux"])
 def test_skipping_quiet_rounds_changes_nothing(policy):
+    """With another objective than Lyra's a round may also move a spread job (the place step's consolidation):
+    such rounds are not skipped as quiet."""
+    name, _, objective = policy.partition("@")
+    pol = get_policy(name, {"objective": objective}) if objective else get_policy(name)
     specs = map_jobs(_slice(50), seed=6)
-    a = simulate(specs, get_policy(policy), _config(skip_quiet=True))
-    b = simulate(specs, get_policy(policy), _config(skip_quiet=False))
+    a = simulate(specs, pol, _config(skip_quiet=True))
+    b = simulate(specs, pol, _config(skip_quiet=False))
     assert a.jobs == b.jobs and a.gpu_seconds == b.gpu_seconds
     assert a.counters["quiet_rounds"] > 0 and b.counters["quiet_rounds"] == 0
     assert a.counters["rounds"] + a.counters["quiet_rounds"] == b.counters["rounds"]
@@ -583,3 +587,28 @@ def test_a_policy_takes_further_decide_options_by_name():
     assert get_policy("lyra") == POLICIES["lyra"]  # the table's row is not changed
     with pytest.raises(InputError, match="bad decide option"):
         get_policy("lyra", {"no_such_option": 1})
+
+
+def _spread_specs():
+    """Two 8-GPU servers: X (4 GPUs) takes t0, Y (6 GPUs) t1; Z (6 GPUs, bert) arrives and can only spread
+    over both (4 + 2); Y ends first, and Z fits on Y's server."""
+    return [_spec("X", 0.0, "ncf", 4, 40000.0, 1.0, 1.0), _spec("Y", 10.0, "ncf", 6, 3000.0, 1.0, 1.0),
+            _spec("Z", 20.0, "bert", 6, 30000.0, 1.0, 1.0)]
+
+
+@pytest.mark.parametrize("objective", ["hesrpt", "pollux"])
+def test_a_spread_job_is_consolidated_and_such_rounds_are_not_skipped(objective):
+    """Every job rigid at its largest size, nothing queued: the rounds after Y ends would be quiet, but the place
+    step moves Z onto one server (the profile's bert at 6 workers runs faster on one server than on two): the
+    run that skips quiet rounds is the one that calls ``decide`` every round, and Z ends on one server."""
+    pol = get_policy("lyra", {"objective": objective})
+    cfg = _config(training_servers=2, inference_servers=0, load=None, record=True)
+    a = simulate(_spread_specs(), pol, cfg)
+    b = simulate(_spread_specs(), pol, replace(cfg, skip_quiet=False))
+    assert a.jobs == b.jobs and a.gpu_seconds == b.gpu_seconds
+    assert a.counters["quiet_rounds"] > 0
+    last = [seg for seg in a.allocations if seg[0] == "Z"][-1]
+    assert len(last[4]) == 1, last  # its last allocation: 6 workers on one server
+    lyra = simulate(_spread_specs(), get_policy("lyra"), cfg)  # Lyra's objective keeps Z where it started
+    assert [len(seg[4]) for seg in lyra.allocations if seg[0] == "Z"] == [2]
+    assert last[2] < 0.5 * [seg for seg in lyra.allocations if seg[0] == "Z"][-1][2]  # Z ends in less than half

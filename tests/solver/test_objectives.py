@@ -439,3 +439,61 @@ def test_growth_that_fits_one_server_is_made(objective):
 
     d = decide(_growth_snapshot(0), objective=objective, allocation="exact")
     assert d.jobs["grow"].workers == 4 and d.jobs["grow"].placement == {"t1": 4}
+
+
+# ------------------------------------------------------------------ consolidation (place step, compact_growth)
+def _spread_snapshot(penalty: float, work: float = 1e7):
+    """Three 8-GPU servers: ``spread`` (bert, 8 workers, rigid) holds 4 + 4 GPUs of t0 and t1 beside two rigid
+    4-worker jobs; t2 is free, so the job fits on one server (the profile's rate on 1 server is 3.5x that on 2)."""
+    import json
+
+    from lyra_solver import parse_snapshot
+
+    bert = {"kind": "profile", "model": "bert"}
+    raw = {"format_version": 1, "now": 7200.0,
+           "servers": [{"id": f"t{i}", "pool": "training", "gpus": 8} for i in range(3)],
+           "jobs": [{"id": "spread", "min_workers": 8, "max_workers": 8, "remaining_work": work, "submit_time": 0,
+                     "throughput": bert, "placement": {"t0": 4, "t1": 4}, "restart_penalty": penalty},
+                    {"id": "a", "min_workers": 4, "max_workers": 4, "remaining_work": 1e6, "submit_time": 0,
+                     "throughput": bert, "placement": {"t0": 4}},
+                    {"id": "b", "min_workers": 4, "max_workers": 4, "remaining_work": 1e6, "submit_time": 0,
+                     "throughput": bert, "placement": {"t1": 4}}]}
+    return parse_snapshot(json.dumps(raw).encode())
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("allocation", ["exact", "hull"])
+def test_a_spread_job_moves_onto_one_server_where_it_pays_but_for_lyras_objective(objective, allocation):
+    import json
+
+    from lyra_solver import check_decision, decide, encode
+    from lyra_solver.throughput import rate_one
+
+    snap = _spread_snapshot(30.0)
+    job = snap.jobs[0]
+    one = rate_one(job.throughput, 8, server_gpus=8, servers=1)
+    two = rate_one(job.throughput, 8, server_gpus=8, servers=2)
+    assert one > 1.5 * two  # the premise: the profile charges the servers spanned
+    d = decide(snap, objective=objective, allocation=allocation)
+    assert check_decision(json.loads(encode(snap)), json.loads(encode(d))) == []
+    got = d.jobs["spread"]
+    if objective == OBJECTIVES[0]:  # Lyra's rounds as the paper: a job whose count is unchanged stays
+        assert dict(got.placement) == {"t0": 4, "t1": 4} and got.changed is False
+    else:
+        assert dict(got.placement) == {"t2": 8} and got.changed is True
+    assert d.jobs["a"].placement == {"t0": 4} and d.jobs["b"].placement == {"t1": 4}
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES[1:])
+def test_a_spread_job_stays_where_the_move_does_not_pay_its_restart(objective):
+    from lyra_solver import decide
+    from lyra_solver.throughput import rate_one
+
+    snap = _spread_snapshot(30.0)
+    job = snap.jobs[0]
+    one = rate_one(job.throughput, 8, server_gpus=8, servers=1)
+    two = rate_one(job.throughput, 8, server_gpus=8, servers=2)
+    saving = 1e3 / two - 1e3 / one  # remaining work 1,000: the move saves this many seconds
+    for penalty, moves in ((saving * 0.9, True), (saving * 1.1, False)):
+        d = decide(_spread_snapshot(penalty, work=1e3), objective=objective, allocation="exact")
+        assert (dict(d.jobs["spread"].placement) == {"t2": 8}) is moves, (penalty, saving)

@@ -92,6 +92,12 @@ class Policy:
         objective = dict(self.options).get("objective", OBJECTIVES[0])
         return self.elastic and self.allocation == "greedy" and self.packing == "off" and objective == OBJECTIVES[0]
 
+    def consolidates(self) -> bool:
+        """Whether ``decide`` may move a running job of unchanged size onto fewer servers (the place step's
+        consolidation, ``Settings.compact_growth``: every objective but Lyra's), so that a round with every job
+        at its largest size is not known to change nothing while a job is spread (:func:`..quiet.is_quiet`)."""
+        return dict(self.options).get("objective", OBJECTIVES[0]) != OBJECTIVES[0]
+
     # ------------------------------------------------------------------------------------------ per round
     def start(self, cfg) -> Any:
         """A run's own state (default: none)."""
