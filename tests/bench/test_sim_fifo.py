@@ -19,8 +19,8 @@ job of this round took GPUs from comes before untouched ones), else the lowest s
 span of its own job, only which GPUs come free later; on these slices the lowest index always gives the same
 times, but on 20,000 random placement problems (free counts and job sizes, checked once against
 ``best_fit_decreasing`` outside this file) the lowest index placed 1,017 differently and this rule none
-(:func:`test_the_tie_rule` holds the smallest such case), so it is modelled, and every job's servers are compared with ``segments-baseline.csv`` after the
-fact (never read as an input).
+(:func:`test_the_tie_rule` holds the smallest such case), so it is modelled; every job's servers are
+compared with ``segments-baseline.csv`` after the fact (never read as an input).
 """
 from __future__ import annotations
 
