@@ -165,6 +165,7 @@ class SimConfig:
     time_limit: float = 1.0
     tiresias_threshold: float = 3600.0  # GPU-seconds: the boundary of Tiresias' two queues
     tiresias_starve_limit: float = 8.0  # Tiresias' STARVELIMIT (x last run; 0: off), see policies.promote_starved
+    tiresias_preemption: str = "queue"  # "queue" or "priority" (the Pollux artifact's walk), see policies.tiresias
     check: bool = False  # validate every snapshot and run the independent checker on every decision (tests)
     record: bool = False  # keep every progress segment (tests of work conservation)
     skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see .quiet)
@@ -612,6 +613,7 @@ class _Sim:
             if (tick or (event and cfg.event_rounds and self._free_gpus() > 0)) \
                     and (self.active or c.reclaim_wanted()):
                 if is_quiet(self):
+                    self.policy.quiet_round(self, t, self.state)
                     m.count("quiet_rounds")
                     m.series.append((t, 0, c.used_train, c.serving_gpus(), c.used_inf))
                     self._round_row(t)

@@ -11,6 +11,13 @@ has waited at least STARVELIMIT times the length of its last run is promoted bac
 attained service counted again from 0 for queueing); 0 disables the rule. The policy's state across rounds is
 the starvation ledger (:class:`TwoQueueState`), and it reports ``promotions``.
 
+With ``tiresias_preemption="priority"`` (``--tiresias-preemption priority``; the ``pollux-artifact`` preset) the
+round is instead the priority walk of Tiresias' Algorithm 1 as the Pollux artifact's ``tiresias.py`` runs it
+(:func:`priority_walk`): every active job, first queue then second, each queue in the order its jobs entered it
+(the first by arrival or promotion, the second by demotion: :func:`queue_entries`), gets its GPUs when they fit
+in what the jobs before it left, else waits; a running job that does not fit is preempted, in either queue.
+The snapshot shows each job's attained service as its position in that list, so the ``las`` order admits in it.
+
 References
 ----------
 Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning", NSDI 2019.
@@ -46,6 +53,8 @@ class Tiresias(Policy):
         state.tq = tq = promote_starved(state.tq, t, ((i, j.spec.submit, j.attained, j.held)
                                                       for i, j in active.items()), thr, cfg.tiresias_starve_limit)
         view.count("promotions", tq.promotions)
+        if cfg.tiresias_preemption == "priority":
+            return self._priority_snapshot(view, t, state, servers, reclaim)
         hidden = two_queue_victims(
             sum(s.gpus for s in servers),
             ((i, j.spec.submit, tq.queue_attained(i, j.attained), self.shown_range(j.spec)[0], j.held)
@@ -56,11 +65,148 @@ class Tiresias(Policy):
         return self.build(view, t, servers, jobs, reclaim), hidden
 
 
+    def _priority_snapshot(self, view, t: float, state: Any, servers: list, reclaim: int):
+        """The round as the priority walk (module docstring): the jobs it stops shown queued, every job's
+        attained service shown as its position in the priority list."""
+        active = view.active
+        self.quiet_round(view, t, state)
+        entries = state.entries
+        order = sorted(active, key=lambda i: (*entries[i].rank(), active[i].spec.submit, i))
+        hidden = priority_walk(sum(s.gpus for s in servers),
+                               ((i, self.shown_range(active[i].spec)[0], active[i].held) for i in order))
+        rank = {i: float(r) for r, i in enumerate(order)}
+        jobs = [self.job(view, i, active[i], hidden=i in hidden, attained=rank[i]) for i in sorted(active)]
+        return self.build(view, t, servers, jobs, reclaim), hidden
+
+    def quiet_round(self, view, t: float, state: Any) -> None:
+        """Keep the queue entries (:func:`queue_entries`) of the priority walk at every round, quiet or not: a
+        job demoted in a round the engine skips enters the second queue at that round."""
+        if view.cfg.tiresias_preemption != "priority":
+            return
+        tq = state.tq
+        state.entries = queue_entries(
+            state.entries, t, ((i, j.spec.submit, tq.queue_attained(i, j.attained), tq.base(i))
+                               for i, j in view.active.items()), view.cfg.tiresias_threshold)
+
+
 class _State:
-    """A run's memory: the starvation ledger after the last round."""
+    """A run's memory: the starvation ledger after the last round, and each job's queue entry (the
+    priority walk's)."""
 
     def __init__(self) -> None:
         self.tq = TwoQueueState()
+        self.entries: dict[int, Entry] = {}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Where a job stands in Tiresias' queues for the priority walk: its queue (0 first, 1 second), the time it
+    entered it (its submission, or the round of its demotion or promotion), and the attained service at its
+    last promotion that it was queued by then (``base``, to tell a new promotion)."""
+
+    queue: int
+    since: float
+    base: float
+
+    def rank(self) -> tuple[int, float]:
+        return (self.queue, self.since)
+
+
+def queue_entries(prev: Mapping[Hashable, Entry], t: float, jobs: Iterable[tuple[Hashable, float, float, float]],
+                  threshold: float) -> dict[Hashable, Entry]:
+    """Each active job's queue and the time it entered it, at the round of time ``t``.
+
+    The Pollux artifact's ``tiresias.py`` keeps two lists: a new job is appended to the first, a job whose
+    attained GPU-service reaches ``threshold`` is moved to the end of the second (the round it is first seen
+    there), a promoted job (starvation rule) to the end of the first. Its order is the order jobs entered, so a
+    job's place is (queue, entry time), ties by submit time then arrival.
+
+    Parameters
+    ----------
+    prev : mapping
+        The entries after the previous round (empty before the first).
+    t : float
+        This round's time.
+    jobs : iterable of (key, submit, attained, base)
+        The active jobs: key, submit time, attained GPU-seconds counted since the last promotion
+        (:meth:`TwoQueueState.queue_attained`), and the attained service at that promotion (0 before any).
+    threshold : float
+        GPU-seconds at which a job enters the second queue.
+
+    Returns
+    -------
+    dict
+        Entries of exactly the jobs given.
+
+    Examples
+    --------
+    ``a`` (submitted at 5) reaches the threshold at the round of 120; ``b`` (submitted at 0) at 180: ``a`` is
+    ahead of ``b`` in the second queue.
+
+    >>> e = queue_entries({}, 60.0, [("a", 5.0, 0.0, 0.0), ("b", 0.0, 0.0, 0.0)], 100.0)
+    >>> e["a"], e["b"].rank()
+    (Entry(queue=0, since=5.0, base=0.0), (0, 0.0))
+    >>> e = queue_entries(e, 120.0, [("a", 5.0, 100.0, 0.0), ("b", 0.0, 50.0, 0.0)], 100.0)
+    >>> e = queue_entries(e, 180.0, [("a", 5.0, 160.0, 0.0), ("b", 0.0, 110.0, 0.0)], 100.0)
+    >>> e["a"].rank(), e["b"].rank()
+    ((1, 120.0), (1, 180.0))
+    """
+    out: dict[Hashable, Entry] = {}
+    for key, submit, attained, base in jobs:
+        e = prev.get(key)
+        if e is None:
+            e = Entry(0, submit, base) if attained < threshold else Entry(1, t, base)
+        elif base != e.base:  # promoted by the starvation rule this round: the end of the first queue
+            e = Entry(0, t, base)
+        elif e.queue == 0 and attained >= threshold:  # demoted: the end of the second queue
+            e = Entry(1, t, base)
+        out[key] = e
+    return out
+
+
+def priority_walk(capacity: int, jobs: Iterable[tuple[Hashable, int, int]]) -> set[Hashable]:
+    """The running jobs that Tiresias' priority walk stops this round (Gu et al. 2019, Algorithm 1, as the
+    Pollux artifact's ``tiresias.py`` runs it).
+
+    Walking ``jobs`` in priority order over the cluster's ``capacity`` GPUs, each job runs when its demand fits
+    in what the jobs before it left (running or not), else it waits; a running job that waits is stopped.
+    Later jobs that fit still run (backfill), so a job's place depends only on the jobs ahead of it.
+
+    Parameters
+    ----------
+    capacity : int
+        GPUs of the cluster the policy shows.
+    jobs : iterable of (key, demand, held), in priority order
+        The active jobs: key, GPUs needed to run, GPUs held now (0 when waiting).
+
+    Returns
+    -------
+    set of keys
+        The running jobs to stop (show as queued).
+
+    Notes
+    -----
+    Counting GPUs is exact for the simulator's jobs (one GPU per worker, workers placeable on any servers).
+    Shown in this order, the engine's admission (queued jobs in order, each when it fits in the free GPUs) then
+    starts exactly the waiting jobs the walk runs: a job the walk passes over had less left at its place than it
+    needs, and the engine has no more there. Running time O(n) for n active jobs.
+
+    Examples
+    --------
+    Eight GPUs; ``a`` (first, 6 GPUs) waits, ``b`` (second, 4 GPUs) and ``c`` (third, 2 GPUs) run: ``a`` runs,
+    ``b`` no longer fits and is stopped, ``c`` still fits.
+
+    >>> sorted(priority_walk(8, [("a", 6, 0), ("b", 4, 4), ("c", 2, 2)]))
+    ['b']
+    """
+    left = capacity
+    victims = set()
+    for key, demand, held in jobs:
+        if demand <= left:
+            left -= demand
+        elif held:
+            victims.add(key)
+    return victims
 
 
 def two_queue_victims(capacity: int, jobs: Iterable[tuple[int, float, float, int, int]],
@@ -152,6 +298,11 @@ class TwoQueueState:
         """The attained service Tiresias queues ``key`` by: counted since its last promotion."""
         led = self.jobs.get(key)
         return attained - led.base if led is not None else attained
+
+    def base(self, key: Hashable) -> float:
+        """The attained service of ``key`` at its last promotion (0 before any)."""
+        led = self.jobs.get(key)
+        return led.base if led is not None else 0.0
 
 
 def promote_starved(state: TwoQueueState, t: float, jobs: Iterable[tuple[Hashable, float, float, int]],
