@@ -88,6 +88,25 @@ def test_rates_follow_the_measured_placement_and_accumulate_beyond_the_largest_l
 
 
 @needs_pollux
+def test_a_placement_reads_the_rows_of_the_arrangement_the_artifact_looks_up():
+    """``placements.csv`` measures one arrangement per rotation class: ``1122`` and ``1212`` are different
+    placements of the same counts, as are ``123`` and ``132``. The artifact's allocator fills the node with most
+    free GPUs first (counts non-increasing: 2, 2, 1, 1 and 3, 2, 1) and looks up the smallest rotation: ``1122``
+    and ``132``, whatever order the counts come in here."""
+    from lyra_solver.bench.sim.pollux import app, arrangement
+
+    rows = {(r["placement"], int(r["local_bsz"])): (float(r["step_time"]), float(r["sync_time"]))
+            for r in _csv(POLLUX / "throughput" / "cifar10" / "placements.csv")}
+    data = app("cifar10", str(POLLUX))
+    for counts in ((1, 2, 1, 2), (2, 1, 1, 2), (2, 2, 1, 1)):
+        assert arrangement(counts) == (1, 1, 2, 2)
+        assert data.step_sync(counts, 64) == rows[("1122", 64)] != rows[("1212", 64)]
+    for counts in ((1, 2, 3), (3, 2, 1), (2, 3, 1)):
+        assert arrangement(counts) == (1, 3, 2)
+        assert data.step_sync(counts, 64) == rows[("132", 64)] != rows[("123", 64)]
+
+
+@needs_pollux
 def test_snapshot_shows_the_exact_remaining_time_at_every_count():
     """The oracle: remaining_work / rate(w) is the job's remaining time at w workers held to its end, each
     later epoch at its own rate (summed here epoch by epoch, from the model's progress boundaries)."""
