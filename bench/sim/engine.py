@@ -165,7 +165,7 @@ class SimConfig:
     time_limit: float = 1.0
     tiresias_threshold: float = 3600.0  # GPU-seconds: the boundary of Tiresias' two queues
     tiresias_starve_limit: float = 8.0  # Tiresias' STARVELIMIT (x last run; 0: off), see policies.promote_starved
-    tiresias_preemption: str = "queue"  # "queue" or "priority" (the Pollux artifact's walk), see policies.tiresias
+    tiresias_mode: str = "two-queue"  # or "artifact": the Pollux artifact's Tiresias round, see policies.tiresias
     check: bool = False  # validate every snapshot and run the independent checker on every decision (tests)
     record: bool = False  # keep every progress segment (tests of work conservation)
     skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see .quiet)
