@@ -32,7 +32,8 @@ PRESETS = {
     "pollux-artifact": ({"training_servers": 16, "inference_servers": 0, "interval": 60.0, "restart_penalty": 30.0,
                          "preemption_penalty": 30.0, "tiresias_threshold": 57600.0, "tiresias_starve_limit": 0.0,
                          "tiresias_mode": "artifact"},
-                        {"server_gpus": 4, "event_rounds": False, "round_origin": 0.0, "start_penalty": 30.0}),
+                        {"server_gpus": 4, "event_rounds": False, "round_origin": 0.0, "start_penalty": 30.0,
+                         "round_epochs": True}),
 }
 
 
@@ -715,7 +716,8 @@ def _compare(args, policies, heading: str | None = None, share: int = 1):
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
                 "load_factor": args.load_factor,
                 **({"preset": args.preset, "event_rounds": config.event_rounds,
-                    "round_origin": config.round_origin, "start_penalty": config.start_penalty}
+                    "round_origin": config.round_origin, "start_penalty": config.start_penalty,
+                    "round_epochs": config.round_epochs}
                    if getattr(args, "preset", None) else {}),
                 **({"tiresias_threshold": config.tiresias_threshold,
                     "tiresias_starve_limit": config.tiresias_starve_limit} if "tiresias" in policies else {}),
