@@ -19,18 +19,21 @@ log = logging.getLogger(__name__)
 
 #: Defaults of the options a preset may set (their parser default is None, resolved by _resolve).
 DEFAULTS = {"training_servers": 64, "inference_servers": 32, "interval": 60.0, "restart_penalty": 30.0,
-            "preemption_penalty": 300.0, "tiresias_threshold": 3600.0, "tiresias_starve_limit": 8.0}
+            "preemption_penalty": 300.0, "tiresias_threshold": 3600.0, "tiresias_starve_limit": 8.0,
+            "tiresias_mode": "two-queue"}
 
 #: Presets: option values (an option given on the command line wins) and SimConfig fields.
 PRESETS = {
     # the Pollux artifact's simulator (petuum/adaptdl osdi21-artifact, simulator/): 16 nodes x 4 GPUs, no
     # inference cluster, rounds every 60 s on the grid from time 0 only (a job waits for the next round to
     # start; its GPUs are given to others at the next round), 30 s for any change of allocation (the first
-    # start included), Tiresias'
-    # threshold at 16 GPU-hours without the starvation rule
+    # start included), Tiresias' threshold at 16 GPU-hours without the starvation rule, and the artifact's
+    # Tiresias round (priority walk preempting in either queue, its allocator: the most free server first)
     "pollux-artifact": ({"training_servers": 16, "inference_servers": 0, "interval": 60.0, "restart_penalty": 30.0,
-                         "preemption_penalty": 30.0, "tiresias_threshold": 57600.0, "tiresias_starve_limit": 0.0},
-                        {"server_gpus": 4, "event_rounds": False, "round_origin": 0.0, "start_penalty": 30.0}),
+                         "preemption_penalty": 30.0, "tiresias_threshold": 57600.0, "tiresias_starve_limit": 0.0,
+                         "tiresias_mode": "artifact"},
+                        {"server_gpus": 4, "event_rounds": False, "round_origin": 0.0, "start_penalty": 30.0,
+                         "round_epochs": True}),
 }
 
 
@@ -97,6 +100,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--tiresias-starve-limit", type=float, metavar="K",
                    help="Tiresias' STARVELIMIT: a second-queue job that has waited K times its last run is promoted "
                    "to the first queue; 0 disables (default 8, see policies.promote_starved)")
+    c.add_argument("--tiresias-mode", choices=("two-queue", "artifact"),
+                   help="two-queue: a running job is preempted only for a waiting first-queue job, never within its "
+                   "queue, and jobs are placed by the engine; artifact: the Pollux artifact's tiresias.py, every "
+                   "round walks all jobs in priority order (queue, then the order they entered it), a running job "
+                   "the jobs ahead of it leave no room for is preempted, and the jobs started are placed on the "
+                   "servers with most free GPUs first (default two-queue; pollux-artifact: artifact)")
     pol = c.add_mutually_exclusive_group(required=True)
     pol.add_argument("--policy", choices=names, help="one policy")
     pol.add_argument("--compare", nargs="+", choices=names, metavar="P",
@@ -291,7 +300,7 @@ def _setup(args):
               args.interval)
         config = SimConfig(interval=args.interval, time_limit=args.time_limit, check=args.check,
                            tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
-                           **fields)
+                           tiresias_mode=args.tiresias_mode, **fields)
         return trace, config
     trace = load_philly(args.trace, start=args.start, end=args.end, cluster=args.cluster, limit=args.limit)
     if not trace:
@@ -303,7 +312,7 @@ def _setup(args):
     config = SimConfig(training_servers=args.training_servers, inference_servers=args.inference_servers,
                        interval=args.interval, load=load, time_limit=args.time_limit, check=args.check,
                        tiresias_threshold=args.tiresias_threshold, tiresias_starve_limit=args.tiresias_starve_limit,
-                       **_preset_config(args))
+                       tiresias_mode=args.tiresias_mode, **_preset_config(args))
     return trace, config
 
 
@@ -707,10 +716,14 @@ def _compare(args, policies, heading: str | None = None, share: int = 1):
                 "server_gpus": config.server_gpus, "interval": config.interval, "mapping": mapping,
                 "load_factor": args.load_factor,
                 **({"preset": args.preset, "event_rounds": config.event_rounds,
-                    "round_origin": config.round_origin, "start_penalty": config.start_penalty}
+                    "round_origin": config.round_origin, "start_penalty": config.start_penalty,
+                    "round_epochs": config.round_epochs}
                    if getattr(args, "preset", None) else {}),
                 **({"tiresias_threshold": config.tiresias_threshold,
                     "tiresias_starve_limit": config.tiresias_starve_limit} if "tiresias" in policies else {}),
+                # named only where it is not the default (summaries of the default rule are unchanged)
+                **({"tiresias_mode": config.tiresias_mode}
+                   if "tiresias" in policies and config.tiresias_mode != "two-queue" else {}),
                 "baseline": base}
         first = {p: results[(p, seeds[0], 0)][2] for p in policies}
         write_outputs(Path(args.out), summaries, timings, first, config, meta, ratios=rat)

@@ -165,12 +165,16 @@ class SimConfig:
     time_limit: float = 1.0
     tiresias_threshold: float = 3600.0  # GPU-seconds: the boundary of Tiresias' two queues
     tiresias_starve_limit: float = 8.0  # Tiresias' STARVELIMIT (x last run; 0: off), see policies.promote_starved
+    tiresias_mode: str = "two-queue"  # or "artifact": the Pollux artifact's Tiresias round, see policies.tiresias
     check: bool = False  # validate every snapshot and run the independent checker on every decision (tests)
     record: bool = False  # keep every progress segment (tests of work conservation)
     skip_quiet: bool = True  # skip rounds whose decision is known to change nothing (see .quiet)
     event_rounds: bool = True  # also a round at an arrival or completion when GPUs are free (else ticks only)
     round_origin: float | None = None  # rounds at round_origin + k * interval (None: from the first arrival)
     start_penalty: float = 0.0  # seconds without progress after a job's first start (the Pollux artifact: 30)
+    # epoch ends of Pollux-model jobs at whole seconds from the last round, start of progress or epoch end, as the
+    # artifact's simulator steps them (see _Sim._epoch_end); else at their exact solved times
+    round_epochs: bool = False
     max_work: int = 0  # work units after which the replay stops (ReplayTooLong); 0: no bound (least_work)
 
 
@@ -354,13 +358,34 @@ class _Sim:
         """The earliest finish time of a running job (:meth:`SimJob.finish_time`, inlined), ``inf`` if none."""
         best = math.inf
         jobs = self.jobs
+        rounded = self.cfg.round_epochs
         for i in self.running:
             j = jobs[i]
-            b = j.blocked
-            f = (b if b > t else t) + (j.remaining - j.level) / j.rate
+            if rounded and j.model is not None:
+                f = self._epoch_end(j)
+            else:
+                b = j.blocked
+                f = (b if b > t else t) + (j.remaining - j.level) / j.rate
             if f < best:
                 best = f
         return best
+
+    def _epoch_end(self, j: SimJob) -> float:
+        """When a Pollux-model job's epoch (or its work) ends with ``round_epochs``: as the artifact's simulator
+        steps a job through a round (its ``Job.step``), the part of an epoch done after the round's start, the end
+        of the job's restart delay or the epoch before, whichever is last (``s``), takes the exact time rounded to
+        a whole second (``round``, halves to even), when it ends before the next round; progress up to a round
+        is exact. Epoch ends, and so completions, fall on whole seconds. ``j.seg`` is (the round, ``s`` before
+        the delay, the remaining work then), set at each round and epoch end (:meth:`_segment`)."""
+        tick, s0, rem = j.seg
+        s = max(s0, j.blocked)
+        need = (rem - j.level) / j.rate
+        if s + need <= tick + self.cfg.interval:
+            return s + round(need)
+        return s + need  # not before the next round, where the segment starts again
+
+    def _segment(self, j: SimJob, tick: float, t: float) -> None:
+        j.seg = (tick, t, j.remaining)
 
     def _complete(self, t: float) -> bool:
         """Complete every running job whose work is done at ``t`` (its own solved finish time).
@@ -371,8 +396,13 @@ class _Sim:
         next completion would stay at ``t`` forever).
         """
         finished, crossed = [], []
+        rounded = self.cfg.round_epochs
         for i in self.running:
             j = self.jobs[i]
+            if rounded and j.model is not None:
+                if j.blocked <= t and self._epoch_end(j) <= t:
+                    (crossed if j.level > 0 else finished).append(i)
+                continue
             left = j.remaining - j.level
             if j.blocked <= t and (left <= 1e-9 * max(1.0, j.spec.work) or t + left / j.rate <= t):
                 (crossed if j.level > 0 else finished).append(i)
@@ -380,6 +410,8 @@ class _Sim:
             j = self.jobs[i]
             j.next_epoch()
             j.rate = self._solo_rate(j)
+            if rounded:
+                self._segment(j, j.seg[0], t)
         if crossed and self.packing:
             self._set_rates()
         for i in sorted(finished):
@@ -615,12 +647,17 @@ class _Sim:
             if (tick or (event and cfg.event_rounds and self._free_gpus() > 0)) \
                     and (self.active or c.reclaim_wanted()):
                 if is_quiet(self):
+                    self.policy.quiet_round(self, t, self.state)
                     m.count("quiet_rounds")
                     m.series.append((t, 0, c.used_train, c.serving_gpus(), c.used_inf))
                     self._round_row(t)
                 else:
                     work += round_work + JOB_ROUND_WORK * len(self.active)
                     self._round(t)
+                if cfg.round_epochs:  # the artifact's round: progress exact up to it, a new segment from it
+                    for i in self.running:
+                        if self.jobs[i].model is not None:
+                            self._segment(self.jobs[i], t, t)
         self.work = work  # the units counted (not in the result: measurements of the bound read it here)
         makespan = max((j.end for j in self.jobs if j.end is not None), default=origin) - origin
         rows = [j.row() for j in self.jobs]

@@ -17,7 +17,7 @@ class SimJob:
 
     __slots__ = ("spec", "idx", "remaining", "placement", "workers", "rate", "blocked", "attained", "start",
                  "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus", "host", "packed",
-                 "model", "epoch", "level", "alloc", "alloc_since", "shared")
+                 "model", "epoch", "level", "alloc", "alloc_since", "shared", "seg")
 
     def __init__(self, spec: SimJobSpec, idx: int) -> None:
         self.spec, self.idx = spec, idx
@@ -45,6 +45,7 @@ class SimJob:
         self.shared: tuple = ()  # a guest's (server, GPUs) shared with its host
         self.epoch = 0
         self.level = 0.0 if spec.model is None else self._level()
+        self.seg: tuple[float, float, float] = (0.0, 0.0, self.remaining)  # engine's round_epochs segment
 
     def _level(self) -> float:
         m = self.model

@@ -14,17 +14,19 @@ Facts of the artifact (Qiao et al., OSDI 2021; petuum/adaptdl, branch osdi21-art
   initial batch, as the artifact does); atomic batch ``ceil(local / (a + 1))``, at most ``max_batch / (n (a + 1))``;
   the effective batch ``n x atomic x (a + 1)``.
 - **Step time** of a placement (replicas per node) at the atomic batch: the measured ``placements.csv`` rows of
-  that placement (the ascending arrangement, which is the smallest rotation the artifact looks up), linear in the
-  local batch (clamped to the measured range); a placement not measured there is interpolated linearly in
-  (nodes, replicas, local batch) over the per-(nodes, replicas, local batch) means of ``placements.csv`` and the
-  rows of ``scalability.csv`` (Delaunay, :class:`scipy.interpolate.LinearNDInterpolator`; nodes capped at 16;
-  outside the hull the nearest measured point). With accumulation the step takes
-  ``step + a (step - sync)``.
+  that placement's arrangement (:func:`arrangement`: the one the artifact looks up for the placements its
+  allocator makes), linear in the local batch (clamped to the measured range); a placement not measured there
+  is interpolated linearly in (nodes, replicas, local batch) over the per-(nodes, replicas, local batch) means
+  of ``placements.csv`` and the rows of ``scalability.csv`` (Delaunay,
+  :class:`scipy.interpolate.LinearNDInterpolator`; nodes capped at 16; outside the hull the nearest measured
+  point). With accumulation the step takes ``step + a (step - sync)``.
 - ``max_epochs``: bert 2, cifar10 100, ncf 10, imagenet 90, deepspeech2 80, yolov3 50; yolov3's largest local
   batch is 8.
 
-What differs from the artifact: epochs are crossed at their exact solved times (the artifact rounds each crossing
-to whole seconds).
+Epoch ends: the artifact steps each job round by round and rounds the part of an epoch that ends within a round to
+whole seconds; the engine does the same with ``SimConfig.round_epochs`` (set by ``--preset pollux-artifact``,
+``engine._Sim._epoch_end``), else it crosses epochs at their exact solved times. The roundings do not cancel (a
+job's later epochs are about equally long): cifar10 at batch 2048 on 4 + 2 replicas ends 12.7 s later rounded.
 
 Running time: loading an application O(R log R) for R measured rows; a rate O(log R) after the first call for its
 (batch, placement, epoch), cached.
@@ -75,8 +77,8 @@ class App:
         self.min_local = min(int(r["local_bsz"]) for r in place)
         self.max_local = MAX_LOCAL_BSZ.get(name, max(int(r["local_bsz"]) for r in place))
         by: dict[tuple[int, ...], list[tuple[float, float, float]]] = {}
-        for r in place:
-            key = tuple(sorted(int(c) for c in r["placement"]))
+        for r in place:  # one arrangement per row, as measured ("1212" and "1122" are different placements)
+            key = tuple(int(c) for c in r["placement"])
             by.setdefault(key, []).append((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"])))
         self.placements = {}
         for key, pts in by.items():
@@ -132,7 +134,7 @@ class App:
     # ------------------------------------------------------------------------------------------ step times
     def step_sync(self, counts: tuple[int, ...], local: float) -> tuple[float, float]:
         """(step time, sync time) of the placement ``counts`` (replicas per node) at local batch ``local``."""
-        key = tuple(sorted(c for c in counts if c))
+        key = arrangement(counts)
         got = self._steps.get((key, local))
         if got is None:
             got = self._steps[(key, local)] = self._step_sync(key, local)
@@ -169,6 +171,22 @@ class App:
             step, sync = self.step_sync(counts, atomic)
             r = self._rates[key] = gain / (step + accum * (step - sync))
         return r
+
+
+def arrangement(counts: tuple[int, ...]) -> tuple[int, ...]:
+    """The arrangement of a placement (replicas per node, in any order) that the artifact looks up.
+
+    The artifact's allocators (``tiresias.py``, ``optimus.py``) fill the node with the most free GPUs first,
+    repeatedly, so a placement comes out with its counts in non-increasing order; ``get_throughput`` then looks
+    up its lexicographically smallest rotation, which is the one ``placements.csv`` measured (it holds one row
+    set per rotation class: ``1122`` and ``1212``, ``123`` and ``132``). That rotation starts at the first of the
+    smallest counts: the smallest counts, then the others in non-increasing order.
+
+    >>> arrangement((1, 2, 3)), arrangement((2, 1, 2, 1)), arrangement((4, 4, 2))
+    ((1, 3, 2), (1, 1, 2, 2), (2, 4, 4))
+    """
+    down = sorted((c for c in counts if c), reverse=True)
+    return min(tuple(down[i:] + down[:i]) for i in range(len(down))) if down else ()
 
 
 @cache

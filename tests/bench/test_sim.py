@@ -458,6 +458,80 @@ def test_tiresias_starvation_rule_promotes_a_starving_job_on_a_hand_built_trace(
     assert SimConfig().tiresias_starve_limit == 8.0
 
 
+def test_tiresias_priority_walk_preempts_within_a_queue_on_a_hand_built_trace():
+    """One 8-GPU server, everyone in the first queue (threshold far away), a round every 60 s and at events.
+
+    - X (4 GPUs, 1,000 s) starts at 0. A (8 GPUs, 600 s) arrives at 10 and waits (4 free); B (4 GPUs, 2,000 s)
+      arrives at 20 and starts behind it (backfill), in either rule.
+    - X completes at 1,000. The priority walk (``tiresias_mode="artifact"``, the Pollux artifact's): A,
+      first by arrival, fits in the 8 GPUs; B after it no longer does and is stopped, a preemption within the
+      first queue. A runs 1,000-1,600; B resumes at 1,600, pays its 300 s and does the 1,020 s of work it has
+      left: 1,900-2,920.
+    - The default mode (``two-queue``) never preempts within a queue: A waits for B (20-2,020), runs 2,020-2,620.
+    """
+    from dataclasses import replace
+
+    x, a = _spec("X", 0.0, "bert", 4, 1000.0, 0.5, 5.0), _spec("A", 10.0, "imagenet", 8, 600.0, 0.8, 10.0)
+    b = _spec("B", 20.0, "ncf", 4, 2000.0, 0.2, 2.0)
+    cfg = SimConfig(training_servers=1, inference_servers=0, interval=60.0, tiresias_threshold=1e12,
+                    tiresias_starve_limit=0.0, check=True)
+    ap = pytest.approx
+
+    def run(rule):
+        res = simulate([x, a, b], get_policy("tiresias"), replace(cfg, tiresias_mode=rule))
+        return {r["id"]: (r["start"], r["end"], r["preemptions"]) for r in res.jobs}
+
+    assert run("artifact") == {"X": (0.0, ap(1000.0), 0), "A": (ap(1000.0), ap(1600.0), 0),
+                               "B": (20.0, ap(2920.0), 1)}
+    assert run("two-queue") == {"X": (0.0, ap(1000.0), 0), "A": (ap(2020.0), ap(2620.0), 0),
+                            "B": (20.0, ap(2020.0), 0)}
+
+
+def test_tiresias_priority_walk_orders_the_second_queue_by_demotion_on_a_hand_built_trace():
+    """One 8-GPU server, threshold 3,600 GPU-seconds, a round every 60 s and at events, preemption 300 s.
+
+    - P (2 GPUs, 4,000 s) starts at 0, Q (4 GPUs, 3,000 s) at 5. Q reaches 3,600 GPU-s first and enters the
+      second queue at the round of 960, P at 1,800: both in rounds the engine skips as quiet (nothing waits),
+      which the policy still notes (``Policy.quiet_round``).
+    - R1 (4 GPUs, 600 s) and R2 (4 GPUs, 800 s) arrive at 2,000 (first queue): they take the 8 GPUs, P and Q
+      are stopped.
+    - R1 completes at 2,600: 4 GPUs for the second queue, whose order is that of demotion: Q resumes (300 s, then
+      its 1,005 s left: ends at 3,905); P waits for R2's GPUs at 2,800 (300 s, then 2,000 s: ends at 5,100).
+    - The default mode orders the second queue by submission: P resumes at 2,600 (ends 2,900 + 2,000 = 4,900)
+      and Q at 2,800 (ends 3,100 + 1,005 = 4,105).
+    """
+    from dataclasses import replace
+
+    p, q = _spec("P", 0.0, "bert", 2, 4000.0, 0.5, 5.0), _spec("Q", 5.0, "ncf", 4, 3000.0, 0.2, 2.0)
+    r1, r2 = _spec("R1", 2000.0, "bert", 4, 600.0, 0.5, 5.0), _spec("R2", 2000.0, "ncf", 4, 800.0, 0.2, 2.0)
+    cfg = SimConfig(training_servers=1, inference_servers=0, interval=60.0, tiresias_threshold=3600.0,
+                    tiresias_starve_limit=0.0, tiresias_mode="artifact")
+    ap = pytest.approx
+    res = simulate([p, q, r1, r2], get_policy("tiresias"), cfg)
+    got = {r["id"]: (r["start"], r["end"], r["preemptions"]) for r in res.jobs}
+    assert got == {"P": (0.0, ap(5100.0), 1), "Q": (5.0, ap(3905.0), 1), "R1": (2000.0, ap(2600.0), 0),
+                   "R2": (2000.0, ap(2800.0), 0)}
+    assert res.counters["quiet_rounds"] > 0
+    queue = simulate([p, q, r1, r2], get_policy("tiresias"), replace(cfg, tiresias_mode="two-queue"))
+    assert {r["id"]: r["end"] for r in queue.jobs if r["id"] in "PQ"} == {"P": ap(4900.0), "Q": ap(4105.0)}
+
+
+def test_tiresias_artifact_mode_places_on_the_server_with_most_free_gpus():
+    """Two 8-GPU servers. X (2 GPUs) starts at 0 on t0 (both empty: the first); Y (2 GPUs) arrives at 10. The
+    artifact's allocator puts it on t1 (8 free), best fit decreasing (the engine's) next to X on t0 (6 free)."""
+    from dataclasses import replace
+
+    x, y = _spec("X", 0.0, "bert", 2, 1000.0, 0.5, 5.0), _spec("Y", 10.0, "ncf", 2, 1000.0, 0.2, 2.0)
+    cfg = SimConfig(training_servers=2, inference_servers=0, interval=60.0, tiresias_starve_limit=0.0, check=True)
+
+    def where(mode):
+        res = simulate([x, y], get_policy("tiresias"), replace(cfg, tiresias_mode=mode))
+        return {jid: placement for jid, _a, _b, _w, placement, _h in res.allocations}
+
+    assert where("artifact") == {"X": (("t0", 2),), "Y": (("t1", 2),)}
+    assert where("two-queue") == {"X": (("t0", 2),), "Y": (("t0", 2),)}
+
+
 def test_promote_starved_ledger():
     from lyra_solver.bench.sim.policies import TwoQueueState, promote_starved
 

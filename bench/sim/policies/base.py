@@ -9,6 +9,8 @@ The engine (:mod:`..engine`) calls, each round::
     decision = decide(snap, **policy.decide_kwargs(view, state))
     policy.after_round(view, t, state, decision)       # react to what was decided (default: nothing)
 
+and at a round skipped as quiet (its decision known to change nothing) ``policy.quiet_round(view, t, state)``.
+
 ``view`` is the engine's read-only face (:class:`View`): the cluster, the active jobs, the configuration, the
 last round's packing. A policy never changes the engine's state; its own state is the object :meth:`start`
 returned.
@@ -141,3 +143,7 @@ class Policy:
 
     def after_round(self, view: View, t: float, state: Any, decision) -> None:
         """React to the round's decision (default: nothing)."""
+
+    def quiet_round(self, view: View, t: float, state: Any) -> None:
+        """Note a round the engine skips as quiet (:mod:`..quiet`: its decision changes nothing), for a policy
+        whose memory follows every round (default: nothing)."""
