@@ -25,6 +25,7 @@ from lyra_solver.formulations.vocabulary import ServerKind
 from lyra_solver.heuristics.placement import best_fit_decreasing
 from lyra_solver.steps._state import Placed, RoundState, Settings, StepReport, usable_servers, used_gpus
 from lyra_solver.throughput import rate_one
+from lyra_solver.types import PowerThroughput
 
 __all__ = ["EXACT_PLACEMENT_MAX_PAIRS", "place"]
 
@@ -150,13 +151,17 @@ def _place_afresh(cl, adm, servers, target, moving, stopped, kept):
 
 def _spread_growths(cl, adm, servers, target, moving, out) -> list[int]:
     """The running jobs that grow onto more servers than their new count needs (``ceil(w g / G)``, ``G`` the
-    cluster's usual server size) and can keep their current placement (every server of it still usable).
+    cluster's usual server size) and can keep their current placement (every server of it still usable); not
+    jobs of the ``power`` throughput model, whose rate does not depend on the servers spanned (a spread growth
+    costs them nothing, and undoing it would run less than the knapsack's optimum).
     O(sum of the moving jobs' servers)."""
     usable = {int(s) for s in servers}
     bad = []
     for i, j in enumerate(moving):
         cur = adm.placement[j]
         if cur is None or j in adm.admitted or not set(cur) <= usable:
+            continue
+        if isinstance(cl.snap.jobs[j].throughput, PowerThroughput):  # its rate never depends on the servers
             continue
         w = target[j]
         need = -(-w * int(cl.gpw[j]) // cl.server_gpus)
