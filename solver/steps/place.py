@@ -68,8 +68,8 @@ def place(state: RoundState, settings: Settings) -> Placed:
         # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
         placement[j] = got if sum(got.values()) >= int(cl.min_w[j]) or j in admitted else None
     if settings.compact_growth:
-        settled = [j for j in range(len(placement)) if placement[j] and j not in admitted and j not in kept
-                   and j not in set(moving)]
+        moved = admitted.union(kept, moving)  # one set: the test per job stays O(1) on the hot path
+        settled = [j for j, p in enumerate(placement) if p and j not in moved]
         _consolidate(cl, servers, placement, settled)
     return Placed(tuple(placement), report)
 
