@@ -199,11 +199,15 @@ def test_fitted_exponent_recovers_a_power_law():
 
 
 def test_scalar_values_by_hand():
-    # pollux: 1 - T(w) / (f T(min)); srpt: 3600 (f / T(w) - 1 / T(min)); f = H / (H + P), H = max(age, 60)
+    # pollux: 1 - T(w) / (f T(min)); srpt: 3600 (f / T(w) - 1 / T(min)); f = H / (H + P),
+    # H = min(max(age, 60), T(w)): the option's remaining time caps the horizon
     assert value_scalar("pollux", 50.0, 100.0, False, 30.0, 0.0) == 0.5
     f = MIN_HORIZON / (MIN_HORIZON + 30.0)
-    assert math.isclose(value_scalar("pollux", 50.0, 100.0, True, 30.0, 10.0), 1 - 0.5 / f)
-    assert math.isclose(value_scalar("srpt", 50.0, 100.0, True, 30.0, 940.0), 3600 * (940 / 970 / 50 - 1 / 100))
+    assert math.isclose(value_scalar("pollux", 500.0, 1000.0, True, 30.0, 10.0), 1 - 0.5 / f)
+    assert math.isclose(value_scalar("pollux", 50.0, 100.0, True, 30.0, 10.0), 1 - 0.5 / (50 / 80))
+    assert math.isclose(value_scalar("srpt", 5000.0, 10000.0, True, 30.0, 940.0),
+                        3600 * (940 / 970 / 5000 - 1 / 10000))
+    assert math.isclose(value_scalar("srpt", 50.0, 100.0, True, 30.0, 940.0), 3600 * (50 / 80 / 50 - 1 / 100))
     assert math.isclose(value_scalar("hesrpt", 50.0, 100.0, False, 30.0, 0.0, 0.25), 0.25)
 
 
