@@ -55,8 +55,8 @@ import numpy as np
 from lyra_solver.formulations.vocabulary import OBJECTIVES as _VOCABULARY
 
 __all__ = ["JOINT_ADMISSION", "MIN_HORIZON", "OBJECTIVES", "SRPT_SCALE", "check_objective", "fitted_exponent",
-           "hesrpt", "hesrpt_weights", "horizons", "jct_reduction", "objective_values", "option_horizon", "pollux", "preempt_values",
-           "prepare", "srpt", "useful_fraction", "value_scalar", "wait_values"]
+           "hesrpt", "hesrpt_weights", "horizons", "jct_reduction", "objective_values", "option_horizon", "pollux",
+           "preempt_values", "prepare", "srpt", "useful_fraction", "value_scalar", "wait_values"]
 
 #: The allocation objectives, the default first (Lyra's, so that existing outputs keep their bytes); defined in
 #: :mod:`lyra_solver.formulations.vocabulary` with the other options' values.

@@ -62,7 +62,10 @@ def decide(data: bytes, args: Any, source: str | None = None) -> Output:
             raise InputError("--backend", str(err).removeprefix("backend: ")) from None  # the flag, not the input
     snap = _parse(data, io.parse_snapshot, source)
     kwargs = {k: getattr(args, k) for k in _decide_keywords(run_decide) if hasattr(args, k)}
-    decision = run_decide(snap, **kwargs)
+    try:
+        decision = run_decide(snap, **kwargs)
+    except InputError as err:  # a rule of the round on a field of the snapshot (not an option): name the file
+        raise (err.with_source(source) if source and err.path.startswith("jobs[") else err) from None
     fmt = getattr(args, "format", "json")
     if fmt == "json":
         return Output(io.encode(decision))

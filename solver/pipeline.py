@@ -218,12 +218,26 @@ def decide_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocat
                    objective=objective)
 
 
+def _check_ages(snapshot: Snapshot, objective: str) -> None:
+    """Every objective but Lyra's weighs a restart over each job's age, ``now - submit_time``
+    (:func:`lyra_solver.objectives.horizons`): a job submitted after ``now`` has none. Raises :class:`InputError`
+    naming the first such job's ``submit_time``. O(J)."""
+    now = snapshot.now
+    for i, job in enumerate(snapshot.jobs):
+        if job.submit_time > now:
+            raise InputError(f"jobs[{i}].submit_time",
+                             f"{job.submit_time!r} is after now ({now!r}): objective {objective!r} weighs restarts "
+                             f"over each job's age (now - submit_time)")
+
+
 def _decide(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placement, packing, time_limit,
             timings: bool, backend: str, deterministic: bool, packing_policy, keep_packing, objective) -> Decision:
     """The round on a snapshot taken as valid (options still checked); ``t0``: when the call began."""
     settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
                            placement=placement, packing=packing, time_limit=time_limit, backend=backend,
                            packing_policy=packing_policy, objective=objective)
+    if settings.objective != OBJECTIVES[0]:
+        _check_ages(snapshot, settings.objective)
     # the exact steps share the round's time limit (each gets what is left), or use deterministic limits
     settings = dataclasses.replace(settings, deterministic=bool(deterministic), deadline=t0 + settings.time_limit,
                                    keep_packing=tuple(keep_packing))

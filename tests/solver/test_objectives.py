@@ -274,6 +274,31 @@ def test_unknown_objective_is_an_input_error():
         parse_snapshot(b'{"format_version": 1, "servers": [], "jobs": [], "options": {"objective": "x"}}')
 
 
+@pytest.mark.parametrize("objective", OBJECTIVES[1:])
+def test_an_objective_that_needs_a_jobs_age_names_the_field(objective, tmp_path):
+    # every objective but Lyra's weighs restarts over now - submit_time: a job submitted after now has no age
+    import subprocess
+    import sys
+
+    import msgspec
+    from lyra_solver import InputError, decide, encode
+
+    snap = _snapshot()
+    late = msgspec.structs.replace(snap, jobs=(msgspec.structs.replace(snap.jobs[0], submit_time=snap.now + 1),
+                                               *snap.jobs[1:]))
+    decide(late)  # Lyra's objective does not use the age
+    with pytest.raises(InputError, match=r"^jobs\[0\]\.submit_time: .*after now.*" + objective):
+        decide(late, objective=objective)
+    path = tmp_path / "late.json"
+    path.write_bytes(encode(late))
+    out = subprocess.run([sys.executable, "-m", "lyra_solver", "decide", str(path), "--objective", objective],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        f"error: {path}: jobs[0].submit_time: 3601.0 is after now (3600.0): objective {objective!r} weighs "
+        f"restarts over each job's age (now - submit_time)"]
+
+
 def test_cli_objective_flag(tmp_path):
     import json
     import subprocess
