@@ -140,8 +140,11 @@ def test_the_lists_are_the_tables():
     assert {f"mckp-{m}-thinned" for m in mckp.METHODS} <= set(vocabulary.STEP_METHODS)
     assert vocabulary.ALLOCATIONS == ("exact", "greedy", "hull") and vocabulary.PACKINGS[0] == "off"
     assert methods.MCKP.names() == mckp.METHODS and mckp.ALIASES == {"auto": "core", "bb": "core"}
-    assert reclaim.METHODS == ("cpsat", "cbc") and methods.RECLAIM.names(kind="heuristic") == (
-        "greedy", "fewest-jobs", "random")
+    assert reclaim.METHODS == ("cpsat", "cbc", "greedy", "fewest-jobs", "random")
+    assert methods.RECLAIM.names(kind="heuristic") == ("greedy", "fewest-jobs", "random")
+    assert methods.RECLAIM.names(own=True) == ("cpsat", "cbc")  # the others: lyra_solver.heuristics
+    assert placement.METHODS == ("cpsat", "cbc", "bfd") and placement.JOINT_METHODS == ("cpsat", "cbc")
+    assert packing.METHODS == ("exact", "cpsat", "brute", "gimbal", "lucid", "random")
 
 
 def test_a_toy_method_added_to_the_table_appears_in_every_list_and_nowhere_once_removed(tmp_path):
