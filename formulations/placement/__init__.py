@@ -86,7 +86,7 @@ def solve_placement(problem: PlacementProblem, *, method: PlacementMethod = "cps
         decreasing takes none (it runs to its end).
     **options
         Passed to the method (``num_workers``: solver threads, default 1, deterministic CP-SAT; ``keep_current``
-        of ``bfd``).
+        and ``evaluate`` of ``bfd``).
 
     Returns
     -------

@@ -142,9 +142,10 @@ def _place_afresh(cl, adm, servers, target, moving, stopped, kept):
         server_free=(cl.gpus - used)[servers], server_loaned=cl.kind[servers] != 0,
         job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
         cur_job=cj, cur_server=cs, cur_count=cc)
-    out = solve_placement(problem, method="bfd", keep_current=False)
+    # the objective is not read here: evaluate=False spares its O(placement) on the hot path
+    out = solve_placement(problem, method="bfd", keep_current=False, evaluate=False)
     if out.status != Status.FEASIBLE:  # afresh left a worker out: keep current workers, as admitted
-        out = solve_placement(problem, method="bfd")
+        out = solve_placement(problem, method="bfd", evaluate=False)
     return problem, out
 
 
