@@ -37,8 +37,9 @@ def own(registry: Registry) -> frozenset[str]:
     The door answers the trivial cases (nothing to do, provably infeasible) before it calls one of them, so such a
     method holds only its algorithm. The others, the heuristics of :mod:`lyra_solver.heuristics`, are public
     functions that the benchmarks and users also call directly: the door checks the arguments and hands them every
-    instance, and they answer the trivial ones themselves, the same answer by either way in (best fit decreasing
-    places what fits where a job fits nowhere, which the door's ``infeasible`` would not say).
+    instance, and they answer the trivial ones themselves, the same answer whether called through the door or
+    directly (best fit decreasing places what fits where a job fits nowhere, which the door's ``infeasible`` would
+    not say; the reclaim heuristics report returning every server as their own status rule has it).
     """
     return frozenset(name for name, entry in registry.items() if "." not in entry[0])
 

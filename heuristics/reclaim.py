@@ -4,7 +4,7 @@ All three return a :class:`~lyra_solver.formulations.reclaim.ReclaimResult` whos
 :func:`~lyra_solver.formulations.reclaim.evaluate_reclaim`, so they are directly comparable with the exact ILP.
 They are methods of the reclaim front door (``solve_reclaim(problem, method="greedy")``, ``"fewest-jobs"``,
 ``"random"``), which checks the arguments and hands them every request: each answers the trivial ones itself
-(none or every server, ``min_gpus`` out of reach), the same answer by either way in.
+(none or every server, ``min_gpus`` out of reach), the same answer through the door or called directly.
 
 References
 ----------

@@ -68,8 +68,8 @@ def solve_reclaim(problem: ReclaimProblem, *, method: ReclaimMethod = "cpsat", t
     limit and the options (``ValueError`` naming the argument). For the exact methods the trivial cases are
     answered here too: returning no server (``count`` 0 or ``min_gpus <= 0``) or every server (``count >= S``) is
     ``optimal`` at once, and ``min_gpus`` above the candidates' total GPUs is ``infeasible``. A heuristic gets every
-    request and answers it as when called directly (every server returned is ``feasible`` there: a heuristic
-    proves nothing, and its answer does not depend on the way in).
+    request and answers it as when called directly: where every server is returned, Lyra's greedy reports
+    ``feasible`` (``optimal`` only at cost 0), whichever way it is called.
 
     Parameters
     ----------
