@@ -752,8 +752,8 @@ OVERRUN_DECIDE = {"exact steps": ["--allocation", "exact", "--reclaim", "exact",
 #: The reclaim, placement and joint front doors' exact methods (the CLI reaches only their CP-SAT method, through
 #: ``decide``): each is timed in its own process through ``python -m lyra_solver.bench.fuzz --front-door``.
 OVERRUN_FRONT_DOORS = ("reclaim", "placement", "joint")
-OVERRUN_FRONT_DOOR_METHODS = unique(RECLAIM.names(front_door=True), PLACEMENT.names(front_door=True),
-                                    JOINT.names(front_door=True))
+OVERRUN_FRONT_DOOR_METHODS = unique(RECLAIM.names(kind="exact"), PLACEMENT.names(kind="exact"),
+                                    JOINT.names(kind="exact"))
 
 
 def joint_instance(n_servers: int, seed: int):

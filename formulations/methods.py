@@ -9,9 +9,12 @@ and the tests' parametrisations. Adding a method is one module and one row here
 (``tests/formulations/test_method_tables.py`` adds a toy one and checks that every list picks it up).
 
 Entry points are strings, resolved only when a method runs: a row of a heuristic of :mod:`lyra_solver.heuristics`
-is data here (``formulations`` imports no other folder); the engine and the benchmarks resolve it
-(:meth:`MethodTable.function`). A relative module (no dot) is one of the family's package, the front door's own
-methods; an absolute one (``lyra_solver.heuristics.reclaim``) a heuristic outside the front door.
+is data here (``formulations`` imports no other folder), and the family's front door imports its module by name
+when it is asked for it (:mod:`lyra_solver.formulations._registry`), so the front door runs every row of its table,
+heuristics included, and ``decide`` calls every method through it. A relative module (no dot) is one of the
+family's package, the front door's *own* methods, which may assume the door's checks and trivial answers; an
+absolute one (``lyra_solver.heuristics.reclaim``) a heuristic of ``lyra_solver.heuristics``, a self-contained
+public function that the door hands every instance (:meth:`MethodTable.is_own`).
 
 This module imports nothing of the project beyond the standard library, so every layer may read it cheaply.
 """
@@ -81,12 +84,15 @@ class MethodTable:
                 return self.row(r.alias_of) if r.alias_of else r
         raise KeyError(name)
 
-    def in_front_door(self, r: MethodRow) -> bool:
-        """Whether the front door runs ``r`` (its entry point is in the family's package)."""
+    def is_own(self, r: MethodRow) -> bool:
+        """Whether ``r`` is one of the front door's own methods (its entry point is in the family's package): the
+        door answers the trivial cases before it calls one. The other rows name self-contained functions of
+        :mod:`lyra_solver.heuristics`, which the door runs on every instance (see
+        :func:`lyra_solver.formulations._registry.own`)."""
         target = self.row(r.name)
         return "." not in target.entry.partition(":")[0]
 
-    def names(self, *, kind: str | None = None, decide: bool | None = None, front_door: bool | None = None,
+    def names(self, *, kind: str | None = None, decide: bool | None = None, own: bool | None = None,
               aliases: bool = True) -> tuple[str, ...]:
         """The names of the rows that match every filter given (an alias by the row it names), in table order."""
         out = []
@@ -94,7 +100,7 @@ class MethodTable:
             target = self.row(r.name)
             if (r.alias_of and not aliases) or (kind is not None and target.kind != kind) or (
                     decide is not None and target.decide != decide) or (
-                    front_door is not None and self.in_front_door(r) != front_door):
+                    own is not None and self.is_own(r) != own):
                 continue
             out.append(r.name)
         return tuple(out)
@@ -104,11 +110,12 @@ class MethodTable:
         return {r.name: r.alias_of for r in self.rows if r.alias_of}
 
     def registry(self) -> dict[str, tuple[str, str, dict[str, Any]]]:
-        """The front door's registry: name -> (module under :attr:`package`, function, fixed arguments), for every
-        non-alias row the front door runs."""
+        """The front door's registry: name -> (module, function, fixed arguments), for every non-alias row; the
+        module is under :attr:`package` when it has no dot (the door's own methods), else absolute (a heuristic of
+        :mod:`lyra_solver.heuristics`)."""
         out = {}
         for r in self.rows:
-            if not r.alias_of and self.in_front_door(r):
+            if not r.alias_of:
                 module, _, function = r.entry.partition(":")
                 out[r.name] = (module, function, dict(r.fixed))
         return out
@@ -148,7 +155,7 @@ MCKP = MethodTable("mckp", "lyra_solver.formulations.mckp", (
     _Row("gpu", "gpu:solve_gpu", decide=True),
 ))
 
-#: Server reclamation (:func:`lyra_solver.formulations.reclaim.solve_reclaim` runs the exact ones).
+#: Server reclamation (:func:`lyra_solver.formulations.reclaim.solve_reclaim` runs every row).
 RECLAIM = MethodTable("reclaim", "lyra_solver.formulations.reclaim", (
     _Row("cpsat", "ilp:solve_ilp", fixed={"backend": "cpsat"}, reference=True, decide=True),
     _Row("cbc", "ilp:solve_ilp", fixed={"backend": "cbc"}, reference=True, decide=True),
@@ -157,8 +164,8 @@ RECLAIM = MethodTable("reclaim", "lyra_solver.formulations.reclaim", (
     _Row("random", "lyra_solver.heuristics.reclaim:random_reclaim", "heuristic"),
 ))
 
-#: Placement (:func:`lyra_solver.formulations.placement.solve_placement` runs the exact ones). When the exact model
-#: gives no answer, ``decide`` falls back to a heuristic and reports ``<heuristic>-fallback``.
+#: Placement (:func:`lyra_solver.formulations.placement.solve_placement` runs every row). When the exact model
+#: gives no answer, ``decide`` keeps the heuristic's placement and reports ``<heuristic>-fallback``.
 PLACEMENT = MethodTable("placement", "lyra_solver.formulations.placement", (
     _Row("cpsat", "ilp:solve_ilp", fixed={"backend": "cpsat"}, reference=True, decide=True),
     _Row("cbc", "ilp:solve_ilp", fixed={"backend": "cbc"}, reference=True, decide=True),
@@ -171,8 +178,8 @@ JOINT = MethodTable("joint", "lyra_solver.formulations.placement", (
     _Row("cbc", "joint:solve_joint_ilp", fixed={"backend": "cbc"}, reference=True),
 ))
 
-#: GPU sharing (:func:`lyra_solver.formulations.packing.solve_packing` runs the exact ones; ``decide``'s ``exact``
-#: is CP-SAT).
+#: GPU sharing (:func:`lyra_solver.formulations.packing.solve_packing` runs every row; ``decide``'s ``exact`` is
+#: CP-SAT).
 PACKING = MethodTable("packing", "lyra_solver.formulations.packing", (
     _Row("exact", alias_of="cpsat"),
     _Row("cpsat", "cpsat:solve_cpsat", decide=True),

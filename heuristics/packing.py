@@ -3,7 +3,8 @@
 All three take a :class:`~lyra_solver.formulations.packing.PackingProblem` (whose candidates already obey the
 rules: a guest no larger than its host, memory that fits, one guest per host worker) and return a
 :class:`~lyra_solver.formulations.packing.PackingResult` with status ``feasible`` and no bound: the exact
-method (``solve_packing``) gives the optimum they are measured against.
+method gives the optimum they are measured against. They are methods of the packing front door
+(``solve_packing(problem, method="gimbal")``, ``"lucid"``, ``"random"``), through which the engine calls them.
 
 References
 ----------

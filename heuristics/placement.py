@@ -13,10 +13,11 @@ algorithms", MIT 1973 (best fit decreasing).
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+import time
 
 import numpy as np
-from lyra_solver.formulations.placement import Placement, PlacementProblem
+from lyra_solver.formulations._result import Status
+from lyra_solver.formulations.placement import Placement, PlacementProblem, PlacementResult
 from lyra_solver.formulations.vocabulary import Tier
 
 
@@ -136,19 +137,12 @@ class FreeIndex:
         return n - left
 
 
-@dataclass(frozen=True, eq=False)
-class BFDOutcome:
-    """The placement and, per job, how many workers it got (fewer than asked when fragmentation stops it)."""
-
-    placement: Placement
-    placed: np.ndarray
-
-
 TRAINING, LOANED = Tier.TRAINING, Tier.LOANED  # placement tiers (lyra_solver.formulations.vocabulary)
 
 
-def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True) -> BFDOutcome:
-    """Place every job's workers, best fit decreasing.
+def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
+                        evaluate: bool = True) -> PlacementResult:
+    """Place every job's workers, best fit decreasing (``solve_placement(problem, method="bfd")``).
 
     With ``keep_current`` each job first keeps ``min(current, target)`` of its current workers (a shrinking
     job drops workers on loaned servers first, then where it has fewest); without it (the round's default:
@@ -157,13 +151,19 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True)
     base-demand workers on training servers first, extra workers on loaned servers first; when no loaned
     server has room, base and extra workers go together (one fit for the whole job spans fewer servers than
     a tight fit for the base plus the extras elsewhere). A job whose workers do not all fit keeps those that
-    did (the caller decides what fewer workers mean).
+    did (the caller decides what fewer workers mean): the result is then ``no_solution`` with that partial
+    placement and no objective, else ``feasible`` with the placement's ``(base_on_loaned, spans, moved)`` (with
+    ``evaluate``; without it the objective is left ``None``: the round's place step, which never reads it, saves
+    its O(size of the placement) per call, 15-130 us on the snapshots of 8-300 jobs measured). Its ``placed``
+    gives the workers each job got either way. A job whose worker fits on no server gets none (the others are
+    placed), where the front door's exact methods answer ``infeasible``.
 
     Placed afresh, 8% of the GPU-seconds of ``lyra-exact --objective hesrpt`` on Pollux workload 4 ran on more
     servers than their worker count needs, against 80% keeping current workers and 18% with the placement
     ILP: the measured rate of a placement falls with the servers it spans.
 
-    Running time O(C log C + sum_j (servers used by j) * G) with G the largest free GPU count.
+    Running time O(C log C + sum_j (servers used by j) * G) with G the largest free GPU count, plus O(size of the
+    placement) for the objective (``evaluate``).
 
     Examples
     --------
@@ -176,9 +176,10 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True)
     ...                            job_base=[4, 3], job_gpus_per_worker=[1, 2], cur_job=[0], cur_server=[1],
     ...                            cur_count=[2])
     >>> out = best_fit_decreasing(p)
-    >>> out.placement.per_job, out.placed.tolist()
-    ((((0, 2), (1, 4)), ((0, 3),)), [6, 3])
+    >>> out.placement.per_job, out.placed.tolist(), str(out.status), out.objective
+    ((((0, 2), (1, 4)), ((0, 3),)), [6, 3], 'feasible', (2, 3, 0))
     """
+    start = time.perf_counter()
     J = problem.n_jobs
     gpw = problem.job_gpus_per_worker
     loaned = problem.server_loaned
@@ -221,4 +222,11 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True)
             got += index.place(extra, g, (LOANED, TRAINING), per_job[j])
         have[j] += got
     placement = Placement(per_job=tuple(tuple(sorted(d.items())) for d in per_job))
-    return BFDOutcome(placement=placement, placed=have)
+    short = int((problem.job_workers - have).sum())
+    if short:
+        return PlacementResult(status=Status.NO_SOLUTION, objective=None, bound=None, gap=None,
+                               time_s=time.perf_counter() - start, method="bfd", placement=placement,
+                               backend_status=f"{short} workers left out (fragmentation)")
+    return PlacementResult(status=Status.FEASIBLE, objective=placement.objective(problem) if evaluate else None,
+                           bound=None, gap=None, time_s=time.perf_counter() - start, method="bfd",
+                           placement=placement, backend_status="every worker placed")

@@ -1,8 +1,10 @@
 """Heuristic server reclamation: Lyra's greedy and two baselines (DESIGN "Reclaim").
 
 All three return a :class:`~lyra_solver.formulations.reclaim.ReclaimResult` whose cost is recomputed by
-:func:`~lyra_solver.formulations.reclaim.evaluate_reclaim`, so they are directly comparable with the exact ILP
-(:func:`~lyra_solver.formulations.reclaim.solve_reclaim`).
+:func:`~lyra_solver.formulations.reclaim.evaluate_reclaim`, so they are directly comparable with the exact ILP.
+They are methods of the reclaim front door (``solve_reclaim(problem, method="greedy")``, ``"fewest-jobs"``,
+``"random"``), which checks the arguments and hands them every request: each answers the trivial ones itself
+(none or every server, ``min_gpus`` out of reach), the same answer through the door or called directly.
 
 References
 ----------

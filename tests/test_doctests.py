@@ -39,6 +39,7 @@ FRONT_DOORS = [
     ("lyra_solver.formulations.reclaim", "solve_reclaim"),
     ("lyra_solver.formulations.placement", "solve_placement"),
     ("lyra_solver.formulations.placement", "solve_joint"),
+    ("lyra_solver.formulations.packing", "solve_packing"),
     ("lyra_solver.heuristics.reclaim", "greedy_reclaim"),
     ("lyra_solver.heuristics.reclaim", "fewest_jobs_reclaim"),
     ("lyra_solver.heuristics.reclaim", "random_reclaim"),

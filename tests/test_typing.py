@@ -37,9 +37,12 @@ def run(data: bytes) -> int:
 
 def doors(rp: ReclaimProblem, pp: PlacementProblem, jp: JointProblem, kp: PackingProblem) -> None:
     solve_reclaim(rp, method="cbc")
+    solve_reclaim(rp, method="greedy")
     solve_placement(pp, method="cpsat")
+    solve_placement(pp, method="bfd")
     solve_joint(jp, method="cbc")
     solve_packing(kp, method="brute")
+    solve_packing(kp, method="gimbal")
 
 
 reveal_type(decide)
@@ -47,15 +50,15 @@ decide(parse_snapshot(b""), allocation="exactt")
 solve_mckp([[0]], [[0.0]], 0, method="coree")
 def misspelt(rp: ReclaimProblem, pp: PlacementProblem, jp: JointProblem, kp: PackingProblem) -> None:
     solve_reclaim(rp, method="cpsatt")
-    solve_placement(pp, method="bfd")
-    solve_joint(jp, method="highs")
-    solve_packing(kp, method="gimbal")
+    solve_placement(pp, method="bfdd")
+    solve_joint(jp, method="bfd")
+    solve_packing(kp, method="gimball")
 '''
 
 #: The lines of :data:`SCRIPT` that must be type errors (1-based), and the misspelt value each names.
 MISSPELT = {i: value for i, line in enumerate(SCRIPT.splitlines(), 1)
-            for value in ('allocation="exactt"', 'method="coree"', 'method="cpsatt"', 'method="bfd"', 'method="highs"',
-                          'method="gimbal"') if value in line}
+            for value in ('allocation="exactt"', 'method="coree"', 'method="cpsatt"', 'method="bfdd"',
+                          'solve_joint(jp, method="bfd"', 'method="gimball"') if value in line}
 
 
 def test_a_typed_user_script_passes_mypy_strict_and_a_misspelt_option_or_method_does_not(tmp_path):

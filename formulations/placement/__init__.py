@@ -5,15 +5,21 @@
 :func:`solve_joint` is the true optimum of Scale + Place on small clusters (each job picks its worker count
 and placement together). Problem and result types are in :mod:`lyra_solver.formulations.placement._types`.
 
-Methods (``method=...`` of both front doors):
+Methods (``method=...``), every row of the method tables (:data:`lyra_solver.formulations.methods.PLACEMENT` and
+``JOINT``):
 
 ========= ================================================================================================
 ``cpsat`` the integer program (:mod:`~lyra_solver.formulations.placement.ilp`,
-          :mod:`~lyra_solver.formulations.placement.joint`) solved by OR-Tools CP-SAT
-``cbc``   the same program solved by CBC through PuLP
+          :mod:`~lyra_solver.formulations.placement.joint`) solved by OR-Tools CP-SAT (both front doors)
+``cbc``   the same program solved by CBC through PuLP (both front doors)
+``bfd``   best fit decreasing (:func:`lyra_solver.heuristics.placement.best_fit_decreasing`;
+          :func:`solve_placement` only)
 ========= ================================================================================================
 
-Best fit decreasing, the heuristic, is :func:`lyra_solver.heuristics.placement.best_fit_decreasing`.
+Best fit decreasing lives in :mod:`lyra_solver.heuristics.placement` (``formulations`` imports no other folder of
+the project): its row names it as a string, which the front door imports by name when it is asked for
+(:mod:`lyra_solver.formulations._registry`). The engine (``decide``) calls it through :func:`solve_placement`, as
+it calls the integer program.
 """
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ import time
 from typing import Any, Literal
 
 import lyra_solver.formulations.methods as _methods
-from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
+from lyra_solver.formulations._registry import Registry, check_time_limit, own, resolve
 from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.placement._types import (
     JointProblem,
@@ -39,23 +45,25 @@ __all__ = ["JOINT_METHODS", "JOINT_TABLE", "METHODS", "TABLE", "JointMethod", "P
            "solve_placement"]
 
 #: The method tables (:data:`lyra_solver.formulations.methods.PLACEMENT` and ``JOINT``): the exact methods are
-#: these front doors'; the heuristic's row names its function in :mod:`lyra_solver.heuristics.placement`.
+#: this package's; the heuristic's row names its function in :mod:`lyra_solver.heuristics.placement`.
 TABLE = _methods.PLACEMENT
 JOINT_TABLE = _methods.JOINT
 
-#: Registries: method name -> (module under this package, function, fixed keyword arguments), from the tables,
-#: imported on first use. Every function takes ``(problem, *, time_limit, **options)`` and may assume what the
-#: front door checked before dispatch (a valid time limit, only its own options, and a problem that is not
-#: trivially infeasible).
+#: Registries: method name -> (module, function, fixed keyword arguments), from the tables, imported when the
+#: method runs. The exact methods (modules under this package) take ``(problem, *, time_limit, **options)`` and may
+#: assume what the front door checked before dispatch (a valid time limit, only their own options, and a problem
+#: that is not trivially infeasible). Best fit decreasing takes ``(problem, **options)`` and places what fits of
+#: every problem (:func:`lyra_solver.formulations._registry.own`).
 _REGISTRY: Registry = TABLE.registry()
 _JOINT_REGISTRY: Registry = JOINT_TABLE.registry()
+_OWN: frozenset[str] = own(_REGISTRY)
 
 #: Every name accepted by :func:`solve_placement` / :func:`solve_joint`.
-METHODS: tuple[str, ...] = TABLE.names(front_door=True)
-JOINT_METHODS: tuple[str, ...] = JOINT_TABLE.names(front_door=True)
+METHODS: tuple[str, ...] = TABLE.names()
+JOINT_METHODS: tuple[str, ...] = JOINT_TABLE.names()
 
 #: :data:`METHODS` and :data:`JOINT_METHODS` as types (kept equal to the tables by a test).
-PlacementMethod = Literal["cpsat", "cbc"]
+PlacementMethod = Literal["cpsat", "cbc", "bfd"]
 JointMethod = Literal["cpsat", "cbc"]
 
 
@@ -63,8 +71,10 @@ def solve_placement(problem: PlacementProblem, *, method: PlacementMethod = "cps
                     **options: Any) -> PlacementResult:
     """Place every job's workers, minimising (base on loaned, spans, moved) lexicographically.
 
-    The checks are done here once, before dispatch: method, time limit and options (``ValueError`` naming
-    the argument), and a job whose worker fits on no server makes the problem ``infeasible`` at once.
+    The checks are done here once, before dispatch, for every method: the problem's type, method, time limit and
+    options (``ValueError`` naming the argument). For the exact methods a job whose worker fits on no server makes
+    the problem ``infeasible`` at once; best fit decreasing gets every problem and places what fits (a job that
+    fits nowhere gets no worker, the others are placed), as when called directly.
 
     Parameters
     ----------
@@ -72,20 +82,25 @@ def solve_placement(problem: PlacementProblem, *, method: PlacementMethod = "cps
     method : str
         One of :data:`METHODS`.
     time_limit : float, optional
-        Seconds for the three stages together; ``None`` solves to proven optimality.
+        Seconds for the three stages of an exact method together; ``None`` solves to proven optimality. Best fit
+        decreasing takes none (it runs to its end).
     **options
-        Passed to the method (``num_workers``: solver threads, default 1, deterministic CP-SAT).
+        Passed to the method (``num_workers``: solver threads, default 1, deterministic CP-SAT; ``keep_current``
+        and ``evaluate`` of ``bfd``).
 
     Returns
     -------
     PlacementResult
         ``optimal`` when all three stages are proven, ``feasible`` with a placement otherwise,
-        ``infeasible`` / ``no_solution`` without one.
+        ``infeasible`` / ``no_solution`` without one; best fit decreasing gives ``feasible``, or ``no_solution``
+        with the partial placement it made when fragmentation left workers out (``placed`` says how many
+        each job got).
 
     Notes
     -----
     ``O(J S)`` variables; NP-hard (bin packing), meant for the engine's clusters and for reference (see
-    :mod:`lyra_solver.formulations.placement.ilp`).
+    :mod:`lyra_solver.formulations.placement.ilp`); best fit decreasing's running time is in
+    :mod:`lyra_solver.heuristics.placement`.
 
     Examples
     --------
@@ -97,6 +112,9 @@ def solve_placement(problem: PlacementProblem, *, method: PlacementMethod = "cps
     >>> res = solve_placement(p)
     >>> str(res.status), res.placement.per_job, res.objective
     ('optimal', (((0, 4), (1, 2)),), (0, 2, 0))
+    >>> res = solve_placement(p, method="bfd")
+    >>> str(res.status), res.placement.per_job, res.objective
+    ('feasible', (((0, 4), (1, 2)),), (0, 2, 0))
     """
     if not isinstance(problem, PlacementProblem):
         raise TypeError("solve_placement: takes a PlacementProblem (built with PlacementProblem.build), "
@@ -104,6 +122,8 @@ def solve_placement(problem: PlacementProblem, *, method: PlacementMethod = "cps
     start = time.perf_counter()
     check_time_limit(time_limit)
     function = resolve(__name__, _REGISTRY, method, options)
+    if method not in _OWN:  # best fit decreasing places what fits of every problem (see _registry.own)
+        return function(problem, time_limit=time_limit, **options)
     j = unplaceable_job(problem)
     if j is not None:
         return PlacementResult(status=Status.INFEASIBLE, objective=None, bound=None, gap=None,

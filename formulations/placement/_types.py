@@ -129,10 +129,11 @@ class Placement:
 
     def base_on_loaned(self, problem: PlacementProblem) -> int:
         """Base-demand workers on loaned servers: ``sum_j max(0, base_j - workers_j on training)``."""
+        loaned, base = problem.server_loaned.tolist(), problem.job_base.tolist()
         total = 0
         for j, pairs in enumerate(self.per_job):
-            on_training = sum(n for s, n in pairs if not problem.server_loaned[s])
-            total += max(0, int(problem.job_base[j]) - on_training)
+            on_training = sum(n for s, n in pairs if not loaned[s])
+            total += max(0, base[j] - on_training)
         return total
 
     def spans(self) -> int:
@@ -142,8 +143,16 @@ class Placement:
     def moved(self, problem: PlacementProblem) -> int:
         """Running workers not kept on their current server: ``sum_js max(0, cur_js - new_js)``."""
         new = {(j, s): n for j, pairs in enumerate(self.per_job) for s, n in pairs}
-        triples = zip(problem.cur_job, problem.cur_server, problem.cur_count, strict=True)
-        return int(sum(max(0, int(c) - new.get((int(j), int(s)), 0)) for j, s, c in triples))
+        triples = zip(problem.cur_job.tolist(), problem.cur_server.tolist(), problem.cur_count.tolist(), strict=True)
+        return int(sum(max(0, c - new.get((j, s), 0)) for j, s, c in triples))
+
+    def objective(self, problem: PlacementProblem) -> tuple[int, int, int]:
+        """``(base_on_loaned, spans, moved)``, the lexicographic objective of :func:`solve_placement`."""
+        return self.base_on_loaned(problem), self.spans(), self.moved(problem)
+
+    def workers(self) -> np.ndarray:
+        """Workers placed per job, ``(J,)`` int."""
+        return np.fromiter((sum(n for _, n in pairs) for pairs in self.per_job), np.int64, len(self.per_job))
 
 
 def unplaceable_job(problem: PlacementProblem) -> int | None:
@@ -169,9 +178,11 @@ class PlacementResult(SolveResult):
     """Answer of :func:`~lyra_solver.formulations.placement.solve_placement`.
 
     The :class:`SolveResult` fields, with a lexicographic objective: ``status`` is ``optimal`` when all three
-    stages are proven, ``feasible`` with a placement otherwise, ``infeasible`` / ``no_solution`` without one;
-    ``bound`` is a proven lower bound on the first component (base workers on loaned servers) and ``gap``
-    is 0 when optimal, else the relative gap of the first component and its bound.
+    stages are proven, ``feasible`` with a placement of every worker otherwise, ``infeasible`` / ``no_solution``
+    without one; ``bound`` is a proven lower bound on the first component (base workers on loaned servers) and
+    ``gap`` is 0 when optimal, else the relative gap of the first component and its bound. A heuristic that
+    fragmentation stops short (best fit decreasing) gives ``no_solution`` with the partial placement it made and
+    no objective: :attr:`placed` says how many workers each job got.
 
     Attributes
     ----------
@@ -182,6 +193,12 @@ class PlacementResult(SolveResult):
 
     objective: tuple[int, int, int] | None  # type: ignore[assignment]
     placement: Placement | None = None
+
+    @property
+    def placed(self) -> np.ndarray | None:
+        """Workers placed per job (``(J,)`` int; ``job_workers`` unless a heuristic stopped short), ``None``
+        without a placement. O(size of the placement)."""
+        return None if self.placement is None else self.placement.workers()
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

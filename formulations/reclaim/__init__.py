@@ -1,17 +1,24 @@
-"""Server reclamation: the front door :func:`solve_reclaim` and its registry of exact methods.
+"""Server reclamation: the front door :func:`solve_reclaim` and its registry of methods.
 
 Which loaned servers to give back at least cost, then with the fewest preemptions (DESIGN "Reclaim"); the
 problem, result and cost function are in :mod:`lyra_solver.formulations.reclaim._types`.
 
-Methods (``solve_reclaim(..., method=...)``):
+Methods (``solve_reclaim(..., method=...)``), every row of the method table
+(:data:`lyra_solver.formulations.methods.RECLAIM`):
 
-========= ================================================================================================
-``cpsat`` the x/z/y integer program (:mod:`lyra_solver.formulations.reclaim.ilp`) solved by OR-Tools CP-SAT
-``cbc``   the same program solved by CBC through PuLP
-========= ================================================================================================
+=============== ==========================================================================================
+``cpsat``       the x/z/y integer program (:mod:`lyra_solver.formulations.reclaim.ilp`) solved by OR-Tools CP-SAT
+``cbc``         the same program solved by CBC through PuLP
+``greedy``      Lyra's greedy by server preemption cost (:func:`lyra_solver.heuristics.reclaim.greedy_reclaim`)
+``fewest-jobs`` baseline: the servers hosting the fewest jobs first
+                (:func:`lyra_solver.heuristics.reclaim.fewest_jobs_reclaim`)
+``random``      baseline: servers in a seeded random order (:func:`lyra_solver.heuristics.reclaim.random_reclaim`)
+=============== ==========================================================================================
 
-The heuristics (Lyra's greedy and two baselines) are in :mod:`lyra_solver.heuristics.reclaim`; they return
-the same :class:`ReclaimResult`.
+The heuristics live in :mod:`lyra_solver.heuristics.reclaim` (``formulations`` imports no other folder of the
+project): their rows name them as strings, which the front door imports by name when one is asked for
+(:mod:`lyra_solver.formulations._registry`). The engine (``decide``) calls each of them through
+:func:`solve_reclaim`, as it calls the exact ones.
 """
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ import time
 from typing import Any, Literal
 
 import lyra_solver.formulations.methods as _methods
-from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
+from lyra_solver.formulations._registry import Registry, check_time_limit, own, resolve
 from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.reclaim._types import (
     ReclaimProblem,
@@ -34,31 +41,35 @@ from lyra_solver.formulations.reclaim._types import (
 __all__ = ["METHODS", "TABLE", "ReclaimMethod", "ReclaimProblem", "ReclaimResult", "evaluate_reclaim",
            "gpus_unreachable", "infeasible_result", "result_for", "solve_reclaim", "target_count"]
 
-#: The method table (:data:`lyra_solver.formulations.methods.RECLAIM`): the exact methods are this front door's;
+#: The method table (:data:`lyra_solver.formulations.methods.RECLAIM`): the exact methods are this package's;
 #: the heuristics' rows name their functions in :mod:`lyra_solver.heuristics.reclaim`.
 TABLE = _methods.RECLAIM
 
-#: Registry: method name -> (module under this package, function, fixed keyword arguments), from :data:`TABLE`.
-#: Modules are imported on first use. Every function takes ``(problem, *, time_limit, **options)`` and may assume
-#: what :func:`solve_reclaim` checked before dispatch: a request that is neither empty, nor every server, nor
-#: unreachable, a valid time limit and only its own options.
+#: Registry: method name -> (module, function, fixed keyword arguments), from :data:`TABLE`; imported when the
+#: method runs. The exact methods (modules under this package) take ``(problem, *, time_limit, **options)`` and may
+#: assume what :func:`solve_reclaim` checked and answered before dispatch: a request that is neither empty, nor
+#: every server, nor unreachable, a valid time limit and only their own options. The heuristics take
+#: ``(problem, **options)`` and answer every request themselves (:func:`lyra_solver.formulations._registry.own`).
 _REGISTRY: Registry = TABLE.registry()
+_OWN: frozenset[str] = own(_REGISTRY)
 
 #: Every name accepted by :func:`solve_reclaim`.
-METHODS: tuple[str, ...] = TABLE.names(front_door=True)
+METHODS: tuple[str, ...] = TABLE.names()
 
 #: :data:`METHODS` as a type (kept equal to the table by a test).
-ReclaimMethod = Literal["cpsat", "cbc"]
+ReclaimMethod = Literal["cpsat", "cbc", "greedy", "fewest-jobs", "random"]
 
 
 def solve_reclaim(problem: ReclaimProblem, *, method: ReclaimMethod = "cpsat", time_limit: float | None = None,
                   **options: Any) -> ReclaimResult:
-    """Exact reclamation: the cheapest set of servers to return, then the fewest preemptions.
+    """Reclamation: the cheapest set of servers to return, then the fewest preemptions, exactly or by a heuristic.
 
-    The checks and trivial cases are done here once, before dispatch: the method, the time limit and the
-    options are checked (``ValueError`` naming the argument); returning no server (``count`` 0 or
-    ``min_gpus <= 0``) or every server (``count >= S``) is ``optimal`` at once, and ``min_gpus`` above the
-    candidates' total GPUs is ``infeasible``.
+    The checks are done here once, before dispatch, for every method: the problem's type, the method, the time
+    limit and the options (``ValueError`` naming the argument). For the exact methods the trivial cases are
+    answered here too: returning no server (``count`` 0 or ``min_gpus <= 0``) or every server (``count >= S``) is
+    ``optimal`` at once, and ``min_gpus`` above the candidates' total GPUs is ``infeasible``. A heuristic gets every
+    request and answers it as when called directly: where every server is returned, Lyra's greedy reports
+    ``feasible`` (``optimal`` only at cost 0), whichever way it is called.
 
     Parameters
     ----------
@@ -68,9 +79,10 @@ def solve_reclaim(problem: ReclaimProblem, *, method: ReclaimMethod = "cpsat", t
     method : str
         One of :data:`METHODS`.
     time_limit : float, optional
-        Seconds for the whole (two-stage) solve; ``None`` solves to proven optimality.
+        Seconds for the whole (two-stage) solve of an exact method; ``None`` solves to proven optimality. The
+        heuristics take none (they run to their end, in polynomial time).
     **options
-        Passed to the method (``num_workers``: solver threads, default 1, deterministic).
+        Passed to the method (``num_workers``: solver threads, default 1, deterministic; ``seed`` of ``random``).
 
     Returns
     -------
@@ -86,7 +98,8 @@ def solve_reclaim(problem: ReclaimProblem, *, method: ReclaimMethod = "cpsat", t
     Notes
     -----
     The checks take :math:`O(S)`; the integer program is NP-hard in general but solves in few nodes on
-    cluster instances (see :mod:`lyra_solver.formulations.reclaim.ilp`).
+    cluster instances (see :mod:`lyra_solver.formulations.reclaim.ilp`); the heuristics' running times are in
+    :mod:`lyra_solver.heuristics.reclaim`.
 
     Examples
     --------
@@ -103,6 +116,9 @@ def solve_reclaim(problem: ReclaimProblem, *, method: ReclaimMethod = "cpsat", t
     ('optimal', (0,), 30.0, (0,), ())
     >>> solve_reclaim(p, method="cbc").servers
     (0,)
+    >>> res = solve_reclaim(p, method="greedy")
+    >>> str(res.status), res.servers, res.method
+    ('feasible', (0,), 'greedy')
     """
     if not isinstance(problem, ReclaimProblem):
         raise TypeError("solve_reclaim: takes a ReclaimProblem (built with ReclaimProblem.build), "
@@ -110,6 +126,8 @@ def solve_reclaim(problem: ReclaimProblem, *, method: ReclaimMethod = "cpsat", t
     start = time.perf_counter()
     check_time_limit(time_limit)
     function = resolve(__name__, _REGISTRY, method, options)
+    if method not in _OWN:  # a heuristic: every request is its own to answer (see _registry.own)
+        return function(problem, time_limit=time_limit, **options)
     if gpus_unreachable(problem):
         return infeasible_result(start, method)
     count = target_count(problem)

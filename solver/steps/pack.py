@@ -12,7 +12,9 @@ first, their ``shares``).
 
 Methods (``options.packing`` / ``decide --packing``): ``gimbal`` (greedy squeeze/swell), ``lucid`` (threshold
 pairing), ``random`` (Gandiva's random pairing, seeded by ``options.packing_seed``), ``exact`` (CP-SAT; Gimbal's
-greedy if it finds nothing within the time limit), ``off``.
+greedy if it finds nothing within the time limit), ``off``. Every one runs through the packing family's front door
+(:func:`lyra_solver.formulations.packing.solve_packing`), the heuristics by their rows' names (another heuristic row
+of the table that ``decide`` may run is a value of the option and runs the same way).
 
 Running time: O(Q H) to build the candidates for Q guests and H hosts, plus the method's.
 """
@@ -22,14 +24,13 @@ import logging
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
 import numpy as np
 from lyra_solver.formulations.packing import PackingProblem, PackingResult, solve_packing
 from lyra_solver.formulations.vocabulary import PACKINGS
-from lyra_solver.heuristics.packing import gimbal_greedy, lucid_pairing, random_pairing
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.steps._state import RoundState, Settings
 from lyra_solver.steps.decision import decision_of
@@ -45,14 +46,14 @@ log = logging.getLogger(__name__)
 PACKING_METHODS: tuple[str, ...] = PACKINGS
 
 
-def _solvers(snapshot: Snapshot, time_limit: float, deterministic: bool,
-             deadline: float | None = None) -> dict[str, Callable[[PackingProblem], PackingResult]]:
-    return {
-        "gimbal": gimbal_greedy,
-        "lucid": lucid_pairing,
-        "random": lambda p: random_pairing(p, seed=snapshot.options.packing_seed),
-        "exact": lambda p: _exact(p, time_limit, deterministic, deadline),
-    }
+def _solve(problem: PackingProblem, method: str, snapshot: Snapshot, time_limit: float, deterministic: bool,
+           deadline: float | None = None) -> PackingResult:
+    """The packing of ``method`` (a value of the packing option other than ``off``), through the front door."""
+    if method == "exact":
+        return _exact(problem, time_limit, deterministic, deadline)
+    if method == "random":  # Gandiva's pairing, seeded by the snapshot
+        return solve_packing(problem, method="random", seed=snapshot.options.packing_seed)
+    return solve_packing(problem, method=method)  # type: ignore[arg-type]  # a heuristic row's name
 
 
 def _exact(problem: PackingProblem, time_limit: float, deterministic: bool,
@@ -64,10 +65,10 @@ def _exact(problem: PackingProblem, time_limit: float, deterministic: bool,
     whole step: the greedy stops considering guests there (keeping those packed so far) and CP-SAT gets only what
     is left after the packing instance and the greedy."""
     if deterministic:
-        greedy = gimbal_greedy(problem)
+        greedy = solve_packing(problem, method="gimbal")
     else:
         deadline = time.perf_counter() + time_limit if deadline is None else deadline
-        greedy = gimbal_greedy(problem, deadline=deadline)
+        greedy = solve_packing(problem, method="gimbal", deadline=deadline)
         time_limit = deadline - time.perf_counter()
         if time_limit <= 0.0:
             log.warning("packing exact not run: the time limit passed while building the instance and the greedy "
@@ -326,10 +327,10 @@ def pack_step(snapshot: Snapshot, decision: Decision, *, method: str, policy: st
         inst = packing_instance(snap, decision, policy=policy, queue=queue, keep=keep)
         if inst is None:
             return None, None
-        res = _solvers(snap, time_limit, deterministic, deadline)[method](inst.problem)
+        res = _solve(inst.problem, method, snap, time_limit, deterministic, deadline)
         if res.assignment is None:
             log.warning("packing %s gave %s; falling back to Gimbal's greedy", method, res.status)
-            res = gimbal_greedy(inst.problem)
+            res = solve_packing(inst.problem, method="gimbal")
         return inst, res
 
     inst, res = solve(keep)

@@ -1,6 +1,6 @@
 """Step 5 of the round, place (DESIGN "Round pipeline"): workers onto servers, best fit decreasing
-(:func:`lyra_solver.heuristics.placement.best_fit_decreasing`) or the placement ILP
-(:func:`lyra_solver.formulations.placement.solve_placement`, ``options.placement="exact"``).
+(:func:`lyra_solver.heuristics.placement.best_fit_decreasing`) or the placement ILP (``options.placement="exact"``),
+both through the placement family's front door (:func:`lyra_solver.formulations.placement.solve_placement`).
 
 Base demand goes on training servers first, flexible (extra) workers on loaned servers first, so that a later
 reclaim shrinks jobs instead of preempting them. Running jobs keep their placement unless their worker count
@@ -22,7 +22,6 @@ import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.placement import PlacementProblem, solve_placement
 from lyra_solver.formulations.vocabulary import ServerKind
-from lyra_solver.heuristics.placement import best_fit_decreasing
 from lyra_solver.steps._state import Placed, RoundState, Settings, StepReport, usable_servers, used_gpus
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import PowerThroughput
@@ -143,9 +142,10 @@ def _place_afresh(cl, adm, servers, target, moving, stopped, kept):
         server_free=(cl.gpus - used)[servers], server_loaned=cl.kind[servers] != 0,
         job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
         cur_job=cj, cur_server=cs, cur_count=cc)
-    out = best_fit_decreasing(problem, keep_current=False)
-    if (out.placed < problem.job_workers).any():  # afresh left a worker out: keep current workers, as admitted
-        out = best_fit_decreasing(problem)
+    # the objective is not read here: evaluate=False spares its O(placement) on the hot path
+    out = solve_placement(problem, method="bfd", keep_current=False, evaluate=False)
+    if out.status != Status.FEASIBLE:  # afresh left a worker out: keep current workers, as admitted
+        out = solve_placement(problem, method="bfd", evaluate=False)
     return problem, out
 
 

@@ -1,8 +1,9 @@
 """Step 1 of the round, reclaim (DESIGN "Round pipeline"): give back ``inference.reclaim`` loaned servers at least
 cost, shrinking or preempting the jobs on them.
 
-The choice is the reclaim family's (:func:`lyra_solver.formulations.reclaim.solve_reclaim`): Lyra's greedy by
-server preemption cost, or the exact ILP (``options.reclaim``); an exact run that finds nothing within the round's
+The choice is the reclaim family's, made through its front door (:func:`lyra_solver.formulations.reclaim.solve_reclaim`)
+whatever the method: Lyra's greedy by server preemption cost (or another heuristic row of the table that ``decide``
+may run, by its name), or the exact ILP (``options.reclaim``); an exact run that finds nothing within the round's
 time falls back to the greedy. Running time O(H) to build the problem for H placement entries on loaned servers,
 plus the method's.
 """
@@ -14,7 +15,6 @@ import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.reclaim import ReclaimProblem, solve_reclaim
 from lyra_solver.formulations.vocabulary import ServerKind
-from lyra_solver.heuristics.reclaim import greedy_reclaim
 from lyra_solver.steps._state import Reclaimed, RoundState, Settings, StepReport
 
 __all__ = ["reclaim"]
@@ -54,8 +54,8 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
         if res.status not in (Status.OPTIMAL, Status.FEASIBLE):
             log.warning("exact reclaim gave %s; falling back to greedy", res.status)
             res = None
-    if res is None:
-        res = greedy_reclaim(problem)
+    if res is None:  # a heuristic, through the front door: the option's value is its row's name
+        res = solve_reclaim(problem, method="greedy" if settings.reclaim == "exact" else settings.reclaim)
     back = tuple(sorted(int(loaned[i]) for i in res.servers))
     gone = set(back)
     placement = list(cl.placement)

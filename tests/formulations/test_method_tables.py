@@ -4,9 +4,11 @@ method names is derived from them, and adding a method is one module and one tab
 The toy-method test shows it on a copy of the source tree: one new module (a heuristic) and one row in the MCKP
 table, and the front door, the round options, the names a decision reports (with ``-thinned``), the command
 line's choices, the JSON Schemas, the benchmark suites and the fuzzer's lists all pick it up; a round run with it
-reports it and its decision parses and passes the checker. The only other lines to write are the ``Literal`` types
+reports it and its decision parses and passes the checker. The same for a heuristic of ``lyra_solver.heuristics``:
+one module there and one row in the reclaim table, and the reclaim front door runs it, ``decide`` reaches it
+through that door (``reclaim="toy"``) and reports it. The only other lines to write are the ``Literal`` types
 spelled out for type checkers, which :func:`test_the_static_literals_match_the_tables` keeps equal to the tables
-(in the copy, it names exactly those). Here, in the real tree, the toy method is nowhere.
+(in the copy, it names exactly those). Here, in the real tree, the toy methods are nowhere.
 """
 from __future__ import annotations
 
@@ -42,6 +44,23 @@ def solve_toy(problem: MCKPProblem, *, time_limit: float | None = None) -> MCKPR
 '''
 TOY_ROW = '    _Row("toy", "toy:solve_toy", "heuristic", decide=True),\n'
 
+TOY_RECLAIM_MODULE = '''"""A toy reclaim heuristic: the first servers by index."""
+from __future__ import annotations
+
+import time
+
+from lyra_solver.formulations import Status
+from lyra_solver.formulations.reclaim import ReclaimProblem, ReclaimResult, result_for, target_count
+
+
+def toy_reclaim(problem: ReclaimProblem) -> ReclaimResult:
+    """Servers 0, 1, ... up to the count asked, O(S)."""
+    start = time.perf_counter()
+    return result_for(problem, range(target_count(problem) or 0), status=Status.FEASIBLE, bound=None, gap=None,
+                      start=start, method="toy", backend_status="first servers")
+'''
+TOY_RECLAIM_ROW = '    _Row("toy", "lyra_solver.heuristics.toy:toy_reclaim", "heuristic", decide=True),\n'
+
 PROBE = r'''
 import json, sys
 from lyra_solver.formulations import methods, mckp, vocabulary
@@ -60,7 +79,19 @@ snap = io.load_snapshot(sys.argv[1])
 d = decide(snap, allocation="toy")
 parsed = io.parse_decision(io.encode(d))
 res = solve_mckp([[0, 1], [0, 2]], [[0.0, 4.0], [0.0, 3.0]], 2, method="toy")
+from lyra_solver.formulations import reclaim
+from lyra_solver.formulations.reclaim import ReclaimProblem, solve_reclaim
+rp = ReclaimProblem.build(server_gpus=[8, 8, 8], job_workers=[1], job_min=[1], job_gpus_per_worker=[1],
+                          restart_cost=[1.0], preempt_cost=[9.0], host_job=[0], host_server=[0], host_count=[1],
+                          count=2)
+rres = solve_reclaim(rp, method="toy")
+dr = decide(snap, reclaim="toy")
 print(json.dumps({
+    "reclaim door": list(reclaim.METHODS), "reclaim answer": [type(rres).__name__, rres.method, list(rres.servers)],
+    "RECLAIMS": list(vocabulary.RECLAIMS), "cli decide --reclaim": choices("decide", "--reclaim"),
+    "bench reclaim": [[m.name, m.kind] for m in load_suite("reclaim").methods()],
+    "decision reclaim": [io.parse_decision(io.encode(dr)).summary.methods.get("reclaim"),
+                         dr.servers.reclaim, list(check_decision(snap, dr))],
     "front door": list(mckp.METHODS), "answer": [res.method, list(res.choice)],
     "MCKP_METHODS": list(vocabulary.MCKP_METHODS), "ALLOCATIONS": list(vocabulary.ALLOCATIONS),
     "ALLOCATION_METHOD": vocabulary.ALLOCATION_METHOD, "STEP_METHODS": list(vocabulary.STEP_METHODS),
@@ -140,8 +171,11 @@ def test_the_lists_are_the_tables():
     assert {f"mckp-{m}-thinned" for m in mckp.METHODS} <= set(vocabulary.STEP_METHODS)
     assert vocabulary.ALLOCATIONS == ("exact", "greedy", "hull") and vocabulary.PACKINGS[0] == "off"
     assert methods.MCKP.names() == mckp.METHODS and mckp.ALIASES == {"auto": "core", "bb": "core"}
-    assert reclaim.METHODS == ("cpsat", "cbc") and methods.RECLAIM.names(kind="heuristic") == (
-        "greedy", "fewest-jobs", "random")
+    assert reclaim.METHODS == ("cpsat", "cbc", "greedy", "fewest-jobs", "random")
+    assert methods.RECLAIM.names(kind="heuristic") == ("greedy", "fewest-jobs", "random")
+    assert methods.RECLAIM.names(own=True) == ("cpsat", "cbc")  # the others: lyra_solver.heuristics
+    assert placement.METHODS == ("cpsat", "cbc", "bfd") and placement.JOINT_METHODS == ("cpsat", "cbc")
+    assert packing.METHODS == ("exact", "cpsat", "brute", "gimbal", "lucid", "random")
 
 
 def test_a_toy_method_added_to_the_table_appears_in_every_list_and_nowhere_once_removed(tmp_path):
@@ -152,7 +186,11 @@ def test_a_toy_method_added_to_the_table_appears_in_every_list_and_nowhere_once_
     text = table.read_text()
     anchor = '    _Row("gpu", "gpu:solve_gpu", decide=True),\n'
     assert anchor in text
-    table.write_text(text.replace(anchor, anchor + TOY_ROW))  # ... and one row
+    text = text.replace(anchor, anchor + TOY_ROW)  # ... and one row
+    (tree / "heuristics" / "toy.py").write_text(TOY_RECLAIM_MODULE)  # a heuristic: one module ...
+    anchor = '    _Row("random", "lyra_solver.heuristics.reclaim:random_reclaim", "heuristic"),\n'
+    assert anchor in text
+    table.write_text(text.replace(anchor, anchor + TOY_RECLAIM_ROW))  # ... and one row
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run([sys.executable, "-c", PROBE, str(ROOT / "examples" / "cluster.json")], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=600)
@@ -166,14 +204,22 @@ def test_a_toy_method_added_to_the_table_appears_in_every_list_and_nowhere_once_
     assert ["toy", "heuristic"] in got["bench mckp"] and "toy" in got["bench decide"]
     assert "toy" in got["fuzz overrun"]
     assert got["decision"] == ["mckp-toy", []]  # decide ran it, its decision parses and the checker passes it
+    # the heuristic: its front door runs it, decide reaches it through that door and reports it
+    assert got["reclaim door"][-1] == "toy" and got["reclaim answer"] == ["ReclaimResult", "toy", [0, 1]]
+    assert got["RECLAIMS"] == ["greedy", "toy", "exact"] and "toy" in got["cli decide --reclaim"]
+    assert ["toy", "heuristic"] in got["bench reclaim"]
+    assert got["decision reclaim"] == ["toy", ["infer-0"], []]  # the first loaned server of the example
     # what a type checker reads is spelled out: the copy's lagging Literal types are exactly these two
     stale = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[2]); "
                             "from test_method_tables import lagging_literals; from pathlib import Path; "
                             "print(lagging_literals(Path(sys.argv[1])))", str(tree), str(Path(__file__).parent)],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    lagging = "['formulations/mckp/__init__.py:MCKPMethod', 'formulations/vocabulary.py:Allocation']"
+    lagging = ("['formulations/mckp/__init__.py:MCKPMethod', 'formulations/reclaim/__init__.py:ReclaimMethod', "
+               "'formulations/vocabulary.py:Allocation', 'formulations/vocabulary.py:ReclaimOption']")
     assert stale.stdout.strip() == lagging, stale.stderr[-2000:]
     # removed: the real tree has no toy anywhere
     assert "toy" not in mckp.METHODS and "toy" not in vocabulary.ALLOCATIONS
+    assert "toy" not in reclaim.METHODS and "toy" not in vocabulary.RECLAIMS
     assert not any("toy" in m for m in vocabulary.STEP_METHODS)
     assert not (ROOT / "formulations" / "mckp" / "toy.py").exists()
+    assert not (ROOT / "heuristics" / "toy.py").exists()

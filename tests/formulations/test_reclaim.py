@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lyra_solver.formulations import Status, reclaim
 from lyra_solver.formulations.reclaim import ReclaimProblem, evaluate_reclaim, solve_reclaim
 
-METHODS = list(reclaim.METHODS)  # the front door's, from the method table
+METHODS = list(reclaim.TABLE.names(kind="exact"))  # the front door's exact methods, from the method table
 
 
 # --------------------------------------------------------------------------------------------------------
