@@ -1,6 +1,7 @@
-"""Step 5 of the round, place (DESIGN "Round pipeline"): workers onto servers, best fit decreasing
-(:func:`lyra_solver.heuristics.placement.best_fit_decreasing`) or the placement ILP (``options.placement="exact"``),
-both through the placement family's front door (:func:`lyra_solver.formulations.placement.solve_placement`).
+"""Step 5 of the round, place (DESIGN "Round pipeline"): workers onto servers by the placement option's heuristic,
+best fit decreasing (:func:`lyra_solver.heuristics.placement.best_fit_decreasing`) or another heuristic row of the
+placement table, or by the placement ILP (``options.placement="exact"``), all through the placement family's front
+door (:func:`lyra_solver.formulations.placement.solve_placement`).
 
 Base demand goes on training servers first, flexible (extra) workers on loaned servers first, so that a later
 reclaim shrinks jobs instead of preempting them. Running jobs keep their placement unless their worker count
@@ -30,6 +31,12 @@ __all__ = ["EXACT_PLACEMENT_MAX_PAIRS", "place"]
 
 log = logging.getLogger(__name__)
 
+#: The placement heuristic that places the round before the placement ILP (``options.placement="exact"``), and
+#: whose answer the ILP keeps when it gives none (reported ``<heuristic>-fallback``). Every other value of the
+#: option is a heuristic row of :data:`lyra_solver.formulations.methods.PLACEMENT`, run through the front door
+#: with the keywords ``keep_current`` and ``evaluate`` (:func:`lyra_solver.heuristics.placement.best_fit_decreasing`'s).
+EXACT_WARM_START = "bfd"
+
 
 def place(state: RoundState, settings: Settings) -> Placed:
     """Workers onto servers. Jobs whose count is unchanged keep their placement; the others are placed
@@ -44,8 +51,10 @@ def place(state: RoundState, settings: Settings) -> Placed:
                                                        or target[j] != sum(adm.placement[j].values()))]
     servers = np.flatnonzero(usable_servers(cl, rec, borrowed))
     kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
+    # the placement option's heuristic (a row of the placement table), or the exact model's warm start
+    heuristic = EXACT_WARM_START if settings.placement == "exact" else settings.placement
     while True:
-        problem, out = _place_afresh(cl, adm, servers, target, moving, stopped, kept)
+        problem, out = _place_afresh(cl, adm, servers, target, moving, stopped, kept, heuristic)
         spread = _spread_growths(cl, adm, servers, target, moving, out) if settings.compact_growth else []
         if not spread:
             break
@@ -54,7 +63,7 @@ def place(state: RoundState, settings: Settings) -> Placed:
             target[j] = sum(kept[j].values())
         moving = [j for j in moving if j not in kept]
     per_job = out.placement.per_job
-    report = StepReport("bfd", "feasible")
+    report = StepReport(heuristic, "feasible")
     if settings.placement == "exact" and moving:
         per_job, report = _exact_placement(problem, out, per_job, report, settings)
     placement = list(adm.placement)
@@ -125,9 +134,10 @@ def _consolidate(cl, servers, placement: list, settled: list[int]) -> None:
             free[s] -= n * g
 
 
-def _place_afresh(cl, adm, servers, target, moving, stopped, kept):
-    """Best fit decreasing for the ``moving`` jobs afresh (keeping their current workers where afresh leaves
-    one out), every other job's GPUs held: those of unchanged and ``kept`` jobs, none of ``stopped`` ones."""
+def _place_afresh(cl, adm, servers, target, moving, stopped, kept, heuristic: str = EXACT_WARM_START):
+    """The placement ``heuristic`` (best fit decreasing by default) for the ``moving`` jobs afresh (keeping their
+    current workers where afresh leaves one out), every other job's GPUs held: those of unchanged and ``kept``
+    jobs, none of ``stopped`` ones."""
     pos = {int(s): i for i, s in enumerate(servers)}
     gone = set(moving).union(stopped)
     used = used_gpus(cl, [None if j in gone else kept.get(j, p) for j, p in enumerate(adm.placement)])
@@ -143,9 +153,9 @@ def _place_afresh(cl, adm, servers, target, moving, stopped, kept):
         job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
         cur_job=cj, cur_server=cs, cur_count=cc)
     # the objective is not read here: evaluate=False spares its O(placement) on the hot path
-    out = solve_placement(problem, method="bfd", keep_current=False, evaluate=False)
+    out = solve_placement(problem, method=heuristic, keep_current=False, evaluate=False)
     if out.status != Status.FEASIBLE:  # afresh left a worker out: keep current workers, as admitted
-        out = solve_placement(problem, method="bfd", evaluate=False)
+        out = solve_placement(problem, method=heuristic, evaluate=False)
     return problem, out
 
 
@@ -182,7 +192,7 @@ def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport
     if pairs > EXACT_PLACEMENT_MAX_PAIRS:
         log.warning("placement ILP skipped: %d job-server pairs > %d; keeping best fit decreasing", pairs,
                     EXACT_PLACEMENT_MAX_PAIRS)
-        return per_job, StepReport("bfd-fallback", "feasible")
+        return per_job, StepReport(f"{EXACT_WARM_START}-fallback", "feasible")
     remap = {int(s): i for i, s in enumerate(keep)}
     sub = PlacementProblem.build(
         server_free=problem.server_free[keep], server_loaned=problem.server_loaned[keep], job_workers=out.placed,
@@ -191,6 +201,6 @@ def _exact_placement(problem: PlacementProblem, out, per_job, report: StepReport
     res = solve_placement(sub, method="cpsat", time_limit=settings.left(), deterministic=settings.deterministic)
     if res.placement is None or res.status not in (Status.OPTIMAL, Status.FEASIBLE):
         log.warning("exact placement gave %s; keeping best fit decreasing", res.status)
-        return per_job, StepReport("bfd-fallback", "feasible")
+        return per_job, StepReport(f"{EXACT_WARM_START}-fallback", "feasible")
     mapped = tuple(tuple((int(keep[s]), n) for s, n in pairs_) for pairs_ in res.placement.per_job)
     return mapped, StepReport.of(res, objective=None, bound=None)

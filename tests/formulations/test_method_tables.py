@@ -61,6 +61,22 @@ def toy_reclaim(problem: ReclaimProblem) -> ReclaimResult:
 '''
 TOY_RECLAIM_ROW = '    _Row("toy", "lyra_solver.heuristics.toy:toy_reclaim", "heuristic", decide=True),\n'
 
+TOY_PLACEMENT_MODULE = '''"""A toy placement heuristic: best fit decreasing under another name."""
+from __future__ import annotations
+
+import dataclasses
+
+from lyra_solver.formulations.placement import PlacementProblem, PlacementResult
+from lyra_solver.heuristics.placement import best_fit_decreasing
+
+
+def toy_place(problem: PlacementProblem, *, keep_current: bool = True, evaluate: bool = True) -> PlacementResult:
+    """Best fit decreasing's answer, reported as the toy's."""
+    res = best_fit_decreasing(problem, keep_current=keep_current, evaluate=evaluate)
+    return dataclasses.replace(res, method="toyplace")
+'''
+TOY_PLACEMENT_ROW = '    _Row("toyplace", "lyra_solver.heuristics.toyplace:toy_place", "heuristic", decide=True),\n'
+
 PROBE = r'''
 import json, sys
 from lyra_solver.formulations import methods, mckp, vocabulary
@@ -86,7 +102,14 @@ rp = ReclaimProblem.build(server_gpus=[8, 8, 8], job_workers=[1], job_min=[1], j
                           count=2)
 rres = solve_reclaim(rp, method="toy")
 dr = decide(snap, reclaim="toy")
+from lyra_solver.formulations import placement
+dp = decide(snap, placement="toyplace")
 print(json.dumps({
+    "placement door": list(placement.METHODS), "PLACEMENTS": list(vocabulary.PLACEMENTS),
+    "cli decide --placement": choices("decide", "--placement"),
+    "decision placement": [io.parse_decision(io.encode(dp)).summary.methods.get("placement"),
+                           list(check_decision(snap, dp)), io.encode(dp) == io.encode(decide(snap)).replace(
+                               b'"placement":"bfd"', b'"placement":"toyplace"')],
     "reclaim door": list(reclaim.METHODS), "reclaim answer": [type(rres).__name__, rres.method, list(rres.servers)],
     "RECLAIMS": list(vocabulary.RECLAIMS), "cli decide --reclaim": choices("decide", "--reclaim"),
     "bench reclaim": [[m.name, m.kind] for m in load_suite("reclaim").methods()],
@@ -190,7 +213,11 @@ def test_a_toy_method_added_to_the_table_appears_in_every_list_and_nowhere_once_
     (tree / "heuristics" / "toy.py").write_text(TOY_RECLAIM_MODULE)  # a heuristic: one module ...
     anchor = '    _Row("random", "lyra_solver.heuristics.reclaim:random_reclaim", "heuristic"),\n'
     assert anchor in text
-    table.write_text(text.replace(anchor, anchor + TOY_RECLAIM_ROW))  # ... and one row
+    text = text.replace(anchor, anchor + TOY_RECLAIM_ROW)  # ... and one row
+    (tree / "heuristics" / "toyplace.py").write_text(TOY_PLACEMENT_MODULE)  # a placement heuristic: one module ...
+    anchor = '    _Row("bfd", "lyra_solver.heuristics.placement:best_fit_decreasing", "heuristic", decide=True),\n'
+    assert anchor in text
+    table.write_text(text.replace(anchor, anchor + TOY_PLACEMENT_ROW))  # ... and one row
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run([sys.executable, "-c", PROBE, str(ROOT / "examples" / "cluster.json")], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=600)
@@ -209,13 +236,18 @@ def test_a_toy_method_added_to_the_table_appears_in_every_list_and_nowhere_once_
     assert got["RECLAIMS"] == ["greedy", "toy", "exact"] and "toy" in got["cli decide --reclaim"]
     assert ["toy", "heuristic"] in got["bench reclaim"]
     assert got["decision reclaim"] == ["toy", ["infer-0"], []]  # the first loaned server of the example
+    # a placement heuristic: the option offers it and decide places with it (the same workers as bfd, its name)
+    assert got["placement door"][-1] == "toyplace" and got["PLACEMENTS"] == ["bfd", "toyplace", "exact"]
+    assert "toyplace" in got["cli decide --placement"]
+    assert got["decision placement"] == ["toyplace", [], True]
     # what a type checker reads is spelled out: the copy's lagging Literal types are exactly these two
     stale = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[2]); "
                             "from test_method_tables import lagging_literals; from pathlib import Path; "
                             "print(lagging_literals(Path(sys.argv[1])))", str(tree), str(Path(__file__).parent)],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    lagging = ("['formulations/mckp/__init__.py:MCKPMethod', 'formulations/reclaim/__init__.py:ReclaimMethod', "
-               "'formulations/vocabulary.py:Allocation', 'formulations/vocabulary.py:ReclaimOption']")
+    lagging = ("['formulations/mckp/__init__.py:MCKPMethod', 'formulations/placement/__init__.py:PlacementMethod', "
+               "'formulations/reclaim/__init__.py:ReclaimMethod', 'formulations/vocabulary.py:Allocation', "
+               "'formulations/vocabulary.py:PlacementOption', 'formulations/vocabulary.py:ReclaimOption']")
     assert stale.stdout.strip() == lagging, stale.stderr[-2000:]
     # removed: the real tree has no toy anywhere
     assert "toy" not in mckp.METHODS and "toy" not in vocabulary.ALLOCATIONS
@@ -223,3 +255,5 @@ def test_a_toy_method_added_to_the_table_appears_in_every_list_and_nowhere_once_
     assert not any("toy" in m for m in vocabulary.STEP_METHODS)
     assert not (ROOT / "formulations" / "mckp" / "toy.py").exists()
     assert not (ROOT / "heuristics" / "toy.py").exists()
+    assert "toyplace" not in placement.METHODS and "toyplace" not in vocabulary.PLACEMENTS
+    assert not (ROOT / "heuristics" / "toyplace.py").exists()
