@@ -826,3 +826,248 @@ def hull_stacks(W, V, narrow, stack, top):  # pragma: no cover - compiled
             stack[i, t] = j
             t += 1
         top[i] = t
+
+
+@numba.njit(cache=True, nogil=True)
+def _lift(thr, mod_g, mod_r):  # pragma: no cover - compiled
+    """``core.lift_threshold`` (the same expression)."""
+    if mod_g <= 1:
+        return thr
+    return thr + float((mod_r - np.int64(np.ceil(thr))) % mod_g)
+
+
+@numba.njit(cache=True, nogil=True)
+def _lazy_extend(cls, key, st, prefix):  # pragma: no cover - compiled
+    """``core._LazyOrder._extend``: the prefix of the classes by increasing key (ties: lower class first) that
+    holds the ``st[1]`` smallest keys and every key tied with the last; ``st = [prefix length, want]``."""
+    n = cls.shape[0]
+    K = min(st[1], n)
+    st[1] *= 4
+    if n <= K:
+        o = np.argsort(key, kind="mergesort")  # cls increases with the position: ties by lower class
+        for t in range(n):
+            prefix[t] = cls[o[t]]
+        st[0] = n
+        return
+    thr = np.partition(key, K - 1)[K - 1]
+    c = 0
+    for t in range(n):
+        if key[t] <= thr:
+            c += 1
+    sk = np.empty(c, dtype=np.float64)
+    sc = np.empty(c, dtype=np.int64)
+    c = 0
+    for t in range(n):
+        if key[t] <= thr:
+            sk[c] = key[t]
+            sc[c] = cls[t]
+            c += 1
+    o = np.argsort(sk, kind="mergesort")
+    for t in range(c):
+        prefix[t] = sc[o[t]]
+    st[0] = c
+
+
+@numba.njit(cache=True, nogil=True)
+def _lazy_head(cls, key, st, prefix, member):  # pragma: no cover - compiled
+    """``core._Lists._head``: the first class of the order not in the core (``-1`` when none); ``st = [prefix
+    length, want, read pointer]``."""
+    n = cls.shape[0]
+    p = st[2]
+    while True:
+        if p >= n:
+            st[2] = p
+            return -1
+        while p >= st[0]:
+            _lazy_extend(cls, key, st, prefix)
+        c = prefix[p]
+        if not member[c]:
+            st[2] = p
+            return c
+        p += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_class, alpha, tol, mod_g, mod_r, z0,
+           lam_up, lam_dn, regret, hw, hv, hstart, levels, max_bytes, link_share, tail_min, tail_growth,
+           bytes_per_cand, item_bytes, budget):  # pragma: no cover - compiled
+    """Phase 3 of ``core._search`` as one compiled loop (the same steps, in the same order, by the same kernels,
+    so the same states, incumbent and counters). Returns ``(code, pos, has_state, stats)``: ``code`` 0 fathomed,
+    1 bound, 2 congruence, 3 exhausted, -1 handed back (a memory test or the work ``budget`` would have to drop
+    the links or stop: the caller runs the Python loop, which handles those, from the start); ``pos`` the
+    incumbent state's choice (raw items, every class) when ``has_state``; ``stats`` = classes, states,
+    max_states, candidates."""
+    n = sizes.shape[0]
+    n_up = 0
+    n_dn = 0
+    n_rg = 0
+    for i in range(n):
+        if hstart[i + 1] - hstart[i] > 1:
+            n_rg += 1
+            if np.isfinite(lam_up[i]):
+                n_up += 1
+            if np.isfinite(lam_dn[i]):
+                n_dn += 1
+    up_c = np.empty(n_up, dtype=np.int64)
+    up_k = np.empty(n_up, dtype=np.float64)
+    dn_c = np.empty(n_dn, dtype=np.int64)
+    dn_k = np.empty(n_dn, dtype=np.float64)
+    rg_c = np.empty(n_rg, dtype=np.int64)
+    rg_k = np.empty(n_rg, dtype=np.float64)
+    a_ = 0
+    b_ = 0
+    c_ = 0
+    for i in range(n):
+        if hstart[i + 1] - hstart[i] > 1:
+            rg_c[c_] = i
+            rg_k[c_] = regret[i]
+            c_ += 1
+            if np.isfinite(lam_up[i]):
+                up_c[a_] = i
+                up_k[a_] = -lam_up[i]
+                a_ += 1
+            if np.isfinite(lam_dn[i]):
+                dn_c[b_] = i
+                dn_k[b_] = lam_dn[i]
+                b_ += 1
+    up_p = np.empty(max(n_up, 1), dtype=np.int64)
+    dn_p = np.empty(max(n_dn, 1), dtype=np.int64)
+    rg_p = np.empty(max(n_rg, 1), dtype=np.int64)
+    up_s = np.array([0, 64, 0])
+    dn_s = np.array([0, 64, 0])
+    rg_s = np.array([0, 64, 0])
+    member = np.zeros(n, dtype=np.bool_)
+    stats = np.zeros(4, dtype=np.int64)
+    stats[2] = 1
+    pos = lp_pos.copy()
+    empty = np.zeros(0, dtype=np.float64)
+    xu = empty
+    yu = empty
+    xd = empty
+    yd = empty
+    has_tail = False
+    tail_core = 0
+    W = np.empty(1, dtype=np.int64)
+    V = np.empty(1, dtype=np.float64)
+    W[0] = w0  # the root state: the caller's sums (numpy's pairwise float sum)
+    V[0] = v0
+    z = z0
+    inc_step = -1
+    inc_parent = -1
+    inc_item = -1
+    order = np.empty(n, dtype=np.int64)
+    n_order = 0
+    # links between states: flat parents and items with per-step offsets
+    link_par = np.empty(64, dtype=np.int64)
+    link_itm = np.empty(64, dtype=np.int64)
+    link_off = np.zeros(n + 1, dtype=np.int64)
+    hist = 0
+    work = 0
+    code = -1
+    while True:
+        S = W.shape[0]
+        if S == 0:
+            code = 0
+            break
+        a = _lazy_head(up_c, up_k, up_s, up_p, member)
+        b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
+        c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
+        l_up = lam_up[a] if a >= 0 else 0.0
+        l_dn = lam_dn[b] if b >= 0 else np.inf
+        r_nx = regret[c] if c >= 0 else np.inf
+        thr = z + tol
+        ub_max, need_up, need_dn, lag_ub = scan(W, V, cap, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd, thr)
+        thr_lag = _lift(thr, mod_g, mod_r)
+        if n_order == 0:
+            i = frac_class
+        else:
+            if ub_max <= thr:
+                code = 1
+                break
+            if lag_ub <= thr_lag:
+                code = 2
+                break
+            need_up = a >= 0 and need_up
+            need_dn = b >= 0 and need_dn
+            if need_up and need_dn:
+                d_up = alpha - l_up
+                d_dn = l_dn - alpha
+                i = a if d_up < d_dn or (d_up == d_dn and n_order % 2 == 1) else b
+            elif need_up or need_dn:
+                i = a if need_up else b
+            else:
+                i = a if a >= 0 else b
+                if i < 0:
+                    i = c
+            if i < 0:
+                code = 3
+                break
+        if budget >= 0 and work > budget:
+            return -1, pos, False, stats
+        cand, dw, dv = select_items(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag)
+        member[i] = True
+        order[n_order] = i
+        n_order += 1
+        t = n_order - 1
+        a = _lazy_head(up_c, up_k, up_s, up_p, member)
+        b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
+        c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
+        l_up = lam_up[a] if a >= 0 else 0.0
+        l_dn = lam_dn[b] if b >= 0 else np.inf
+        r_nx = regret[c] if c >= 0 else np.inf
+        k = cand.shape[0]
+        if S * k >= tail_min and (not has_tail or n_order >= tail_growth * tail_core):
+            mask = np.empty(n, dtype=np.bool_)
+            for q in range(n):
+                mask[q] = not member[q]
+            xu, yu, xd, yd = lp_tail(hw, hv, hstart, levels, mask)
+            has_tail = True
+            tail_core = n_order
+        n_cand = S * k
+        if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
+            n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
+            if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
+                return -1, pos, False, stats
+        if 16 * S + bytes_per_cand * n_cand > max_bytes:
+            if n_cand == S * k:
+                n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
+            if 16 * S + bytes_per_cand * n_cand > max_bytes:
+                return -1, pos, False, stats
+        nW, nV, par, itm, best_v, best_p, best_j = step(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu,
+                                                        xd, yd, mod_g, mod_r)
+        if best_p >= 0 and best_v > z:
+            z = best_v
+            inc_step = t
+            inc_parent = best_p
+            inc_item = cand[best_j]
+        m = nW.shape[0]
+        o0 = link_off[t]
+        if o0 + m > link_par.shape[0]:
+            size = max(2 * link_par.shape[0], o0 + m)
+            np_ = np.empty(size, dtype=np.int64)
+            ni_ = np.empty(size, dtype=np.int64)
+            np_[:o0] = link_par[:o0]
+            ni_[:o0] = link_itm[:o0]
+            link_par = np_
+            link_itm = ni_
+        for q in range(m):
+            link_par[o0 + q] = par[q]
+            link_itm[o0 + q] = cand[itm[q]]
+        link_off[t + 1] = o0 + m
+        hist += m * (4 if S < 2**31 else 8) + m * item_bytes
+        W = nW
+        V = nV
+        stats[1] += m
+        if m > stats[2]:
+            stats[2] = m
+        stats[3] += S * k
+        work += S * k * k
+    stats[0] = n_order
+    has_state = inc_step >= 0
+    if has_state:
+        pos[order[inc_step]] = inc_item
+        idx = inc_parent
+        for s in range(inc_step - 1, -1, -1):
+            pos[order[s]] = link_itm[link_off[s] + idx]
+            idx = link_par[link_off[s] + idx]
+    return code, pos, has_state, stats

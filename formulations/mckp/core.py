@@ -777,7 +777,12 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
         return _finish(problem, prep, inc, inc.positions, [], [], [], (step_numpy, count_numpy), max_bytes, lp.bound,
                        True, start, "lp-bound", stats)
 
-    # phase 3: expand the core
+    # phase 3: expand the core, by one compiled loop when the kernels run (the same steps; it hands the search
+    # back, to be run below from the start, where the links would be dropped or a limit may be hit)
+    if use_numba and max_states is None:
+        got = _search_compiled(problem, prep, inc, max_bytes, deadline, start, stats)
+        if got is not None:
+            return got
     multi = prep.hulls.counts > 1  # more than one undominated item
     up_cls = np.flatnonzero(multi & np.isfinite(prep.lam_up))
     dn_cls = np.flatnonzero(multi & np.isfinite(prep.lam_dn))
@@ -906,6 +911,45 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
         bound = max(inc.value, min(lp.bound, open_ub))
     return _finish(problem, prep, inc, fallback, records, parents, items, (step, count), max_bytes, bound, proven,
                    start, note, stats)
+
+
+#: How a compiled search ended (the codes of the kernel ``search``).
+_SEARCH_ENDS = ("fathomed", "bound", "congruence", "exhausted")
+
+#: Work units (``S k^2`` per core step) that the compiled search is taken to do per second, on the slow side: under
+#: a time limit it runs at most half the time left at this rate before it hands the search back to the Python
+#: loop (which checks the clock between steps); the kernel cannot read the clock.
+COMPILED_WORK_PER_S = 1e8
+
+
+def _search_compiled(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, max_bytes: int, deadline: float | None,
+                     start: float, stats: dict[str, int]) -> MCKPResult | None:
+    """Phase 3 by the compiled loop ``search`` (the steps of :func:`_search`'s loop, in the same order, by the same
+    kernels: the same incumbent, choice and counters) and phase 5 from its links; ``None`` when the kernels are
+    not loaded or the loop handed the search back (links to drop, a memory limit, the work budget of a time
+    limit), for the Python loop to run."""
+    nb = kernels()
+    if nb is None:
+        return None
+    budget = -1.0
+    if deadline is not None:
+        budget = max(deadline - time.perf_counter(), 0.0) * 0.5 * COMPILED_WORK_PER_S
+    lp, hulls = prep.lp, prep.hulls
+    item_bytes = 2 if problem.weights.shape[1] < 2**15 else 8
+    code, pos, has_state, st = nb.search(
+        problem.weights, problem.values, problem.sizes, problem.capacity, prep.base_w, prep.base_v,
+        int(prep.base_w.sum()), float(prep.base_v.sum()), lp.lp_pos, lp.frac_class, lp.alpha, prep.tol, prep.mod_g,
+        prep.mod_r, inc.value, prep.lam_up, prep.lam_dn, prep.regret, hulls.weights, hulls.values, hulls.start,
+        lp.levels, max_bytes, LINK_SHARE, TAIL_MIN_CANDIDATES, TAIL_GROWTH, BYTES_PER_CANDIDATE, item_bytes, budget)
+    if code < 0:
+        return None
+    stats["classes"], stats["states"], stats["max_states"], stats["candidates"] = (int(x) for x in st)
+    stats["numba"] = 1
+    if not has_state:
+        pos = np.asarray(inc.positions, dtype=np.int64).copy()
+    bound = float(problem.values[np.arange(problem.n_classes), pos].sum())
+    return make_result(problem, pos, bound, proven=True, start=start, method="core", backend_status=_SEARCH_ENDS[code],
+                       stats=stats)
 
 
 def _rebuild(problem: MCKPProblem, prep: _Prepared, records: list[_StepRecord], target: float, last: int,
