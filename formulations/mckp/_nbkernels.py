@@ -25,6 +25,23 @@ def count(W, V, dw, dv, cap, thr, alpha):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r):  # pragma: no cover
+    """One core step (the definition is ``core.step_numpy``): ``_step_into`` on fresh buffers of ``S k`` entries
+    (never initialised: only the pages of the kept states are touched), the kept states copied out."""
+    size = max(W.shape[0] * dw.shape[0], 1)
+    oW = np.empty(size, dtype=np.int64)
+    oV = np.empty(size, dtype=np.float64)
+    oP = np.empty(size, dtype=np.int64)
+    oI = np.empty(size, dtype=np.int64)
+    cnt, best_v, best_p, best_j = _step_into(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd,
+                                             yd, mod_g, mod_r, oW, oV, oP, oI)
+    return oW[:cnt].copy(), oV[:cnt].copy(), oP[:cnt].copy(), oI[:cnt].copy(), best_v, best_p, best_j
+
+
+@numba.njit(cache=True, nogil=True)
+def _step_into(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r, oW, oV, oP,
+               oI):  # pragma: no cover - compiled
+    """``step`` into the caller's buffers (at least ``S k`` entries each); returns ``(count, best_v, best_p,
+    best_j)``."""
     S = W.shape[0]
     k = dw.shape[0]
     # 1. incumbent: per item, the heaviest state that fits has the largest value (values increase)
@@ -54,12 +71,6 @@ def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, y
     loss = np.empty(k, dtype=np.float64)
     for j in range(k):
         loss[j] = alpha * float(dw[j]) - dv[j]
-    # outputs sized for every pair but never initialised: only the pages of the kept states are touched
-    size = max(S * k, 1)
-    oW = np.empty(size, dtype=np.int64)
-    oV = np.empty(size, dtype=np.float64)
-    oP = np.empty(size, dtype=np.int64)
-    oI = np.empty(size, dtype=np.int64)
     heads = np.empty(k, dtype=np.int64)
     for j in range(k):
         h = 0
@@ -126,7 +137,7 @@ def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, y
             oP[cnt] = h
             oI[cnt] = jb
             cnt += 1
-    return oW[:cnt].copy(), oV[:cnt].copy(), oP[:cnt].copy(), oI[:cnt].copy(), best_v, best_p, best_j
+    return cnt, best_v, best_p, best_j
 
 @numba.njit(cache=True, nogil=True)
 def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # pragma: no cover - compiled
@@ -964,6 +975,10 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
     hist = 0
     work = 0
     code = -1
+    bW = np.empty(256, dtype=np.int64)  # one step's candidates, reused (grown when a step needs more)
+    bV = np.empty(256, dtype=np.float64)
+    bP = np.empty(256, dtype=np.int64)
+    bI = np.empty(256, dtype=np.int64)
     while True:
         S = W.shape[0]
         if S == 0:
@@ -1033,14 +1048,23 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
                 n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
             if 16 * S + bytes_per_cand * n_cand > max_bytes:
                 return -1, pos, False, stats
-        nW, nV, par, itm, best_v, best_p, best_j = step(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu,
-                                                        xd, yd, mod_g, mod_r)
+        if S * k > bW.shape[0]:
+            size = max(S * k, 2 * bW.shape[0])
+            bW = np.empty(size, dtype=np.int64)
+            bV = np.empty(size, dtype=np.float64)
+            bP = np.empty(size, dtype=np.int64)
+            bI = np.empty(size, dtype=np.int64)
+        m, best_v, best_p, best_j = _step_into(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
+                                               mod_g, mod_r, bW, bV, bP, bI)
+        nW = bW[:m].copy()
+        nV = bV[:m].copy()
+        par = bP
+        itm = bI
         if best_p >= 0 and best_v > z:
             z = best_v
             inc_step = t
             inc_parent = best_p
             inc_item = cand[best_j]
-        m = nW.shape[0]
         o0 = link_off[t]
         if o0 + m > link_par.shape[0]:
             size = max(2 * link_par.shape[0], o0 + m)
