@@ -220,38 +220,46 @@ def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no c
                 ci[c] = j
                 c += 1
     else:
+        # the items sorted by (weight asc, value desc, index asc), the lexsort of the numpy path, in cw, cv, ci;
+        # then the dominated ones dropped in place (the write position never passes the read position)
         if k <= 16:
-            # insertion sort by (weight asc, value desc, index asc): the lexsort of the numpy path
             for j in range(k):
-                order[j] = j
+                cw[j] = weights[i, j]
+                cv[j] = values[i, j]
+                ci[j] = j
             for a in range(1, k):
-                x = order[a]
+                xw = cw[a]
+                xv = cv[a]
+                xi = ci[a]
                 b = a - 1
-                while b >= 0:
-                    y = order[b]
-                    if weights[i, y] > weights[i, x] or (weights[i, y] == weights[i, x]
-                                                        and (values[i, y] < values[i, x]
-                                                             or (values[i, y] == values[i, x] and y > x))):
-                        order[b + 1] = y
-                        b -= 1
-                    else:
-                        break
-                order[b + 1] = x
+                while b >= 0 and (cw[b] > xw or (cw[b] == xw and (cv[b] < xv or (cv[b] == xv and ci[b] > xi)))):
+                    cw[b + 1] = cw[b]
+                    cv[b + 1] = cv[b]
+                    ci[b + 1] = ci[b]
+                    b -= 1
+                cw[b + 1] = xw
+                cv[b + 1] = xv
+                ci[b + 1] = xi
         else:
             o1 = np.argsort(-values[i, :k], kind="mergesort")
             o2 = np.argsort(weights[i, :k][o1], kind="mergesort")
             for j in range(k):
-                order[j] = o1[o2[j]]
+                x = o1[o2[j]]
+                cw[j] = weights[i, x]
+                cv[j] = values[i, x]
+                ci[j] = x
         best = -np.inf
         for a in range(k):
-            x = order[a]
-            if a == 0 or values[i, x] > best:
-                cw[c] = weights[i, x]
-                cv[c] = values[i, x]
-                ci[c] = x
+            xw = cw[a]
+            xv = cv[a]
+            xi = ci[a]
+            if a == 0 or xv > best:
+                cw[c] = xw
+                cv[c] = xv
+                ci[c] = xi
                 c += 1
-            if values[i, x] > best:
-                best = values[i, x]
+            if xv > best:
+                best = xv
     # upper hull: monotone chain, popping a vertex on or below the segment
     top = 1
     hp[0] = 0
@@ -1095,3 +1103,38 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
             pos[order[s]] = link_itm[link_off[s] + idx]
             idx = link_par[link_off[s] + idx]
     return code, pos, has_state, stats
+
+
+@numba.njit(cache=True, nogil=True)
+def front_checks(weights, values, sizes):  # pragma: no cover - compiled
+    """The front door's scans in one pass (twin of ``MCKPProblem.min_weight`` and the scans of
+    ``mckp._check_numbers``): the sum of the lightest items' weights, each class's largest ``|value|`` (with
+    0.0 for its padding, NaN when it holds one) and the sum of the heaviest items' weights (with 0 for padding),
+    both int64 sums wrapping as numpy's do."""
+    n, m = weights.shape
+    top = np.empty(n, dtype=np.float64)
+    light = 0
+    heavy = 0
+    big = np.iinfo(np.int64).max
+    for i in range(n):
+        k = sizes[i]
+        t = 0.0
+        lo = big
+        hi = 0 if k < m else weights[i, 0]
+        for j in range(k):
+            a = abs(values[i, j])
+            if a != a:
+                t = a
+                break
+            if a > t:
+                t = a
+        for j in range(k):
+            x = weights[i, j]
+            if x < lo:
+                lo = x
+            if x > hi:
+                hi = x
+        top[i] = t
+        light += lo
+        heavy += hi
+    return light, top, heavy
