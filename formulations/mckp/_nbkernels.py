@@ -226,7 +226,47 @@ def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no c
     else:
         # the items sorted by (weight asc, value desc, index asc), the lexsort of the numpy path, in cw, cv, ci;
         # then the dominated ones dropped in place (the write position never passes the read position)
-        if k <= 16:
+        small = k <= 16
+        if small:
+            for j in range(k):
+                x = weights[i, j]
+                if x < 0 or x >= 2**58:
+                    small = False
+        if small:
+            # rank sort by (weight, index) of keys weight * 16 + index (distinct): no data-dependent branch, where
+            # an insertion sort mispredicts about half of its comparisons on random weights; then each run of
+            # equal weights (rare) by (value desc, index asc)
+            for j in range(k):
+                order[j] = (weights[i, j] << 4) | j
+            for a in range(k):
+                ka = order[a]
+                r = 0
+                for b in range(k):
+                    r += order[b] < ka
+                cw[r] = weights[i, a]
+                cv[r] = values[i, a]
+                ci[r] = a
+            a = 1
+            while a < k:
+                if cw[a] != cw[a - 1]:
+                    a += 1
+                    continue
+                s0 = a - 1
+                e = a + 1
+                while e < k and cw[e] == cw[s0]:
+                    e += 1
+                for x in range(s0 + 1, e):
+                    xv = cv[x]
+                    xi = ci[x]
+                    y = x - 1
+                    while y >= s0 and (cv[y] < xv or (cv[y] == xv and ci[y] > xi)):
+                        cv[y + 1] = cv[y]
+                        ci[y + 1] = ci[y]
+                        y -= 1
+                    cv[y + 1] = xv
+                    ci[y + 1] = xi
+                a = e
+        elif k <= 16:
             for j in range(k):
                 cw[j] = weights[i, j]
                 cv[j] = values[i, j]
