@@ -694,6 +694,10 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
     # round after the first scans only the classes that had an offer in the round before
     active = np.arange(n)
     n_act = n
+    # a class whose item did not change keeps its offer while that offer still fits: the best of a set (by gain,
+    # then lighter, then lower index: an order that does not depend on the room) stays the best of a subset
+    # that holds it; only a class that moved, or whose offer no longer fits, is scanned again
+    fresh = np.ones(n, dtype=np.bool_)
     for i in range(n):
         best_pos[i] = pos[i]
     for _ in range(rounds):
@@ -704,6 +708,11 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
             i = active[a_]
             p = pos[i]
             cw = weights[i, p]
+            if not fresh[i] and weights[i, best_pos[i]] - cw <= room:
+                active[n_off] = i  # its offer stands (it had one: it is active)
+                n_off += 1
+                continue
+            fresh[i] = False
             cv = values[i, p]
             bg = 0.0
             bp = p
@@ -745,6 +754,7 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
         for t in range(n_off):
             if taken[t]:
                 pos[cls[t]] = best_pos[cls[t]]
+                fresh[cls[t]] = True
         room -= used
     return pos, room
 

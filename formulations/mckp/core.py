@@ -947,8 +947,8 @@ def _search_compiled(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, max_
     stats["numba"] = 1
     if not has_state:
         pos = np.asarray(inc.positions, dtype=np.int64).copy()
-    bound = float(problem.values[np.arange(problem.n_classes), pos].sum())
-    return make_result(problem, pos, bound, proven=True, start=start, method="core", backend_status=_SEARCH_ENDS[code],
+    # proven: the bound is the choice's value, which make_result computes (as _finish does, once)
+    return make_result(problem, pos, None, proven=True, start=start, method="core", backend_status=_SEARCH_ENDS[code],
                        stats=stats)
 
 
