@@ -1331,3 +1331,39 @@ def _tail_filter(cu, wu, vu, cd, wd, vd, mask):  # pragma: no cover - compiled
             yd[b + 1] = yd[b] + vd[t]
             b += 1
     return xu, yu, xd, yd
+
+
+@numba.njit(cache=True, nogil=True)
+def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
+    """``prepare_hulls`` and the LP by slopes over the hulls (``lp_levels``) in one call, with what the core reads
+    of the LP's integral part (``_lp.lp_flat`` and ``core._prepare``): the LP items (raw indices), their weight
+    sum, their hull values (for the caller's numpy sum), their weights and values in the problem, and the
+    gradients ``lam_up`` / ``lam_dn`` (the slopes above / below, ``-inf`` / ``+inf`` where not finite). When the
+    lightest vertices do not fit (``feasible`` false) the LP parts are left empty."""
+    start, items, hw, hv, srt, vmax, integral = prepare_hulls(weights, values, sizes)
+    n = sizes.shape[0]
+    base0 = 0
+    for i in range(n):
+        base0 += hw[start[i]]
+    feasible = base0 <= capacity
+    room = capacity - base0 if feasible else 0
+    lv, up, down, b_cls, b_step, used, max_inc = lp_levels(hw, hv, start, room)
+    lp_pos = np.empty(n, dtype=np.int64)
+    hv_at = np.empty(n, dtype=np.float64)
+    base_w = np.empty(n, dtype=np.int64)
+    base_v = np.empty(n, dtype=np.float64)
+    lam_up = np.empty(n, dtype=np.float64)
+    lam_dn = np.empty(n, dtype=np.float64)
+    weight = 0
+    for i in range(n):
+        a = start[i] + lv[i]
+        q = items[a]
+        lp_pos[i] = q
+        weight += hw[a]
+        hv_at[i] = hv[a]
+        base_w[i] = weights[i, q]
+        base_v[i] = values[i, q]
+        lam_up[i] = up[i] if np.isfinite(up[i]) else -np.inf
+        lam_dn[i] = down[i] if np.isfinite(down[i]) else np.inf
+    return (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc,
+            lp_pos, weight, hv_at, base_w, base_v, lam_up, lam_dn)

@@ -563,16 +563,49 @@ def _hulls(problem: MCKPProblem, use_numba: bool) -> tuple[FlatHulls, LPRelaxati
     return hulls, lp_flat(hulls, problem.capacity, levels_fn=nb.lp_levels), float(vmax), bool(integral)
 
 
+def _hulls_lp_compiled(problem: MCKPProblem, nb) -> tuple:
+    """:func:`_hulls` by the compiled path and what :func:`_prepare` reads of the LP's integral part, from one
+    kernel call (``prepare_lp``: the same arrays as ``prepare_hulls``, :func:`lp_flat` with ``lp_levels`` and the
+    numpy lines of :func:`_prepare`; the LP's value stays numpy's sum of the same array). Returns ``(hulls, lp,
+    vmax, integral, base_w, base_v, lam_up, lam_dn)``; the last four are ``None`` when the LP is infeasible."""
+    (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc, lp_pos,
+     weight, hv_at, base_w, base_v, lam_up, lam_dn) = nb.prepare_lp(problem.weights, problem.values, problem.sizes,
+                                                                    problem.capacity)
+    hulls = FlatHulls(start, items, hw, hv, srt)
+    if not feasible:
+        return hulls, lp_flat(hulls, problem.capacity, levels_fn=nb.lp_levels), float(vmax), bool(integral), \
+            None, None, None, None
+    value = float(hv_at.sum())
+    weight, room, used, max_inc, b_cls = int(weight), int(room), int(used), float(max_inc), int(b_cls)
+    if b_cls < 0:
+        lp = LPRelaxation(True, value, lv, lp_pos, value, weight, -1, 0.0, 0.0, 0.0, max_inc, up, down)
+    else:
+        s = int(start[b_cls]) + int(b_step)
+        dw_b = int(hw[s + 1] - hw[s])
+        gain = float(hv[s + 1] - hv[s])
+        fraction = (room - used) / float(dw_b)
+        alpha = gain / float(dw_b)
+        lp = LPRelaxation(True, value + fraction * gain, lv, lp_pos, value, weight, b_cls, alpha, fraction, gain,
+                          max_inc, up, down)
+    return hulls, lp, float(vmax), bool(integral), base_w, base_v, lam_up, lam_dn
+
+
 def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
     """Phase 1 (see the module docstring); returns the LP alone when it is infeasible or integral (nothing
     left to search)."""
     n = problem.n_classes
-    hulls, lp, vmax, integral = _hulls(problem, use_numba)
+    nb = kernels() if use_numba and n else None
+    if nb is None:
+        hulls, lp, vmax, integral = _hulls(problem, use_numba)
+        lam_up = lam_dn = None
+    else:
+        hulls, lp, vmax, integral, base_w, base_v, lam_up, lam_dn = _hulls_lp_compiled(problem, nb)
     if not lp.feasible or lp.frac_class < 0:
         return lp
-    rows = np.arange(n)
-    base_w = problem.weights[rows, lp.lp_pos]
-    base_v = problem.values[rows, lp.lp_pos]
+    if lam_up is None:
+        rows = np.arange(n)
+        base_w = problem.weights[rows, lp.lp_pos]
+        base_v = problem.values[rows, lp.lp_pos]
     tol = REL_TOL * max(1.0, abs(lp.bound), float(np.abs(base_v).sum()))
     if tol < 0.5 and vmax * n < 2.0**50 and integral:
         # integral values: a better solution is better by at least 1, so a state whose bound is below z + 1 (by
@@ -582,10 +615,10 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
         tol = 1.0 - margin if margin < 0.5 else 0.5
     mod_g, mod_r = congruence(problem, lp.alpha, use_numba) if tol > 0.5 else (1, 0)
     # gradients from the LP vertex: next hull step up / down (LP optimality: lam_up <= alpha <= lam_dn)
-    lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
-    lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
+    if lam_up is None:
+        lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
+        lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
     # regrets with respect to alpha, over every item of the class
-    nb = kernels() if use_numba else None
     if nb is None:
         regret = _regrets_numpy(problem, lp.lp_pos, lp.alpha)
     else:
