@@ -1365,5 +1365,12 @@ def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
         base_v[i] = values[i, q]
         lam_up[i] = up[i] if np.isfinite(up[i]) else -np.inf
         lam_dn[i] = down[i] if np.isfinite(down[i]) else np.inf
+    # the regrets at the break gradient when there is a search (alpha as the caller computes it: the same doubles)
+    if feasible and b_cls >= 0:
+        s = start[b_cls] + b_step
+        alpha = (hv[s + 1] - hv[s]) / float(hw[s + 1] - hw[s])
+        regret = regrets(weights, values, sizes, lp_pos, alpha)
+    else:
+        regret = np.empty(0, dtype=np.float64)
     return (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc,
-            lp_pos, weight, hv_at, base_w, base_v, lam_up, lam_dn)
+            lp_pos, weight, hv_at, base_w, base_v, lam_up, lam_dn, regret)

@@ -567,14 +567,15 @@ def _hulls_lp_compiled(problem: MCKPProblem, nb) -> tuple:
     """:func:`_hulls` by the compiled path and what :func:`_prepare` reads of the LP's integral part, from one
     kernel call (``prepare_lp``: the same arrays as ``prepare_hulls``, :func:`lp_flat` with ``lp_levels`` and the
     numpy lines of :func:`_prepare`; the LP's value stays numpy's sum of the same array). Returns ``(hulls, lp,
-    vmax, integral, base_w, base_v, lam_up, lam_dn)``; the last four are ``None`` when the LP is infeasible."""
+    vmax, integral, base_w, base_v, lam_up, lam_dn, regret)``; the last five are ``None`` when the LP is
+    infeasible (``regret`` is empty when the LP is integral)."""
     (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc, lp_pos,
-     weight, hv_at, base_w, base_v, lam_up, lam_dn) = nb.prepare_lp(problem.weights, problem.values, problem.sizes,
-                                                                    problem.capacity)
+     weight, hv_at, base_w, base_v, lam_up, lam_dn, regret) = nb.prepare_lp(problem.weights, problem.values,
+                                                                            problem.sizes, problem.capacity)
     hulls = FlatHulls(start, items, hw, hv, srt)
     if not feasible:
         return hulls, lp_flat(hulls, problem.capacity, levels_fn=nb.lp_levels), float(vmax), bool(integral), \
-            None, None, None, None
+            None, None, None, None, None
     value = float(hv_at.sum())
     weight, room, used, max_inc, b_cls = int(weight), int(room), int(used), float(max_inc), int(b_cls)
     if b_cls < 0:
@@ -587,7 +588,7 @@ def _hulls_lp_compiled(problem: MCKPProblem, nb) -> tuple:
         alpha = gain / float(dw_b)
         lp = LPRelaxation(True, value + fraction * gain, lv, lp_pos, value, weight, b_cls, alpha, fraction, gain,
                           max_inc, up, down)
-    return hulls, lp, float(vmax), bool(integral), base_w, base_v, lam_up, lam_dn
+    return hulls, lp, float(vmax), bool(integral), base_w, base_v, lam_up, lam_dn, regret
 
 
 def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
@@ -597,9 +598,9 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
     nb = kernels() if use_numba and n else None
     if nb is None:
         hulls, lp, vmax, integral = _hulls(problem, use_numba)
-        lam_up = lam_dn = None
+        lam_up = lam_dn = regret = None
     else:
-        hulls, lp, vmax, integral, base_w, base_v, lam_up, lam_dn = _hulls_lp_compiled(problem, nb)
+        hulls, lp, vmax, integral, base_w, base_v, lam_up, lam_dn, regret = _hulls_lp_compiled(problem, nb)
     if not lp.feasible or lp.frac_class < 0:
         return lp
     if lam_up is None:
@@ -621,7 +622,7 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
     # regrets with respect to alpha, over every item of the class
     if nb is None:
         regret = _regrets_numpy(problem, lp.lp_pos, lp.alpha)
-    else:
+    elif regret is None:
         regret = nb.regrets(problem.weights, problem.values, problem.sizes, lp.lp_pos, lp.alpha)
     return _Prepared(hulls, lp, base_w, base_v, tol, lam_up, lam_dn, regret, mod_g, mod_r)
 

@@ -372,10 +372,20 @@ def test_compiled_phases_equal_numpy_phases(inst):
     rows = np.arange(p.n_classes)
     assert not ref.feasible or np.array_equal(got.lp_pos, red.items[rows, ref.lp_pos])
     a = core._prepare(p, False)
-    b = core._prepare(p, True)
+    b = core._prepare(p, True)  # one kernel call for hulls, LP and the LP part's arrays (prepare_lp)
     assert type(a) is type(b)
+    la, lb = (a.lp, b.lp) if isinstance(a, core._Prepared) else (a, b)
+    for f in ("feasible", "bound", "value", "weight", "frac_class", "alpha", "fraction", "frac_gain",
+              "max_increment"):
+        assert getattr(la, f) == getattr(lb, f), f
+    if la.feasible:
+        for f in ("levels", "lp_pos", "up_slope", "down_slope"):
+            assert np.array_equal(getattr(la, f), getattr(lb, f)), f
     if isinstance(a, core._Prepared):
         assert np.array_equal(a.regret, b.regret) and a.tol == b.tol
+        for f in ("base_w", "base_v", "lam_up", "lam_dn"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)) and getattr(a, f).dtype == getattr(b, f).dtype, f
+        assert (a.mod_g, a.mod_r) == (b.mod_g, b.mod_r)
         for cap in (p.capacity, p.capacity + 7, p.capacity + 10**6):
             pa, va, ra = core._greedy_fill_numpy(a, p, cap)
             pb, vb, rb = core._greedy_fill(b, p, cap, True)
