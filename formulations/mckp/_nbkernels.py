@@ -1155,7 +1155,7 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
         if m > stats[2]:
             stats[2] = m
         stats[3] += S * k
-        work += S * k * k
+        work += S * k * k + S  # the step's merge and the scan of the states
     stats[0] = n_order
     has_state = inc_step >= 0
     if has_state:

@@ -953,9 +953,10 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
 #: How a compiled search ended (the codes of the kernel ``search``).
 _SEARCH_ENDS = ("fathomed", "bound", "congruence", "exhausted")
 
-#: Work units (``S k^2`` per core step) that the compiled search is taken to do per second, on the slow side: under
-#: a time limit it runs at most half the time left at this rate before it hands the search back to the Python
-#: loop (which checks the clock between steps); the kernel cannot read the clock.
+#: Work units (``S k^2 + S`` per core step: ``S`` states, ``k`` items) that the compiled search is taken to do per
+#: second, on the slow side (2.4e8 to 5e8 measured on the weakly classes, tail builds included): under a time limit
+#: it runs at most half the time left at this rate before it hands the search back to the Python loop (which checks
+#: the clock between steps); the kernel cannot read the clock.
 COMPILED_WORK_PER_S = 1e8
 
 
