@@ -31,6 +31,7 @@ from typing import Any, Literal
 import lyra_solver.formulations.methods as _methods
 import numpy as np
 from lyra_solver.formulations._registry import Registry, check_time_limit, resolve
+from lyra_solver.formulations.mckp import _numba
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, infeasible_result, make_result
 
 __all__ = ["ALIASES", "METHODS", "TABLE", "MCKPMethod", "MCKPProblem", "MCKPResult", "infeasible_result",
@@ -78,20 +79,24 @@ FLOAT_METHODS = frozenset({"highs", "cbc"})
 MAX_VALUE_SUM = 1e300
 
 
-def _check_numbers(problem: MCKPProblem, name: str) -> None:
+def _check_numbers(problem: MCKPProblem, name: str, scans: tuple | None = None) -> None:
     """Refuse what the method would answer wrongly: values whose sums overflow a double (every method), weights
-    beyond 2**53 for the floating-point solvers. O(n m)."""
+    beyond 2**53 for the floating-point solvers. O(n m). ``scans``: the compiled ``front_checks`` of the problem
+    (the same per-class maxima), else numpy."""
     if problem.n_classes == 0:
         return
-    valid = problem.valid_mask()
-    top = np.where(valid, np.abs(problem.values), 0.0).max(axis=1)
+    if scans is None:
+        valid = problem.valid_mask()
+        top = np.where(valid, np.abs(problem.values), 0.0).max(axis=1)
+    else:
+        top = scans[1]
     with np.errstate(over="ignore"):
         total = float(top.sum())
     if not total <= MAX_VALUE_SUM:
         raise ValueError(f"values: the largest absolute values of the classes add up to {total:.3g}, beyond "
                          f"{MAX_VALUE_SUM:g} (sums would overflow a double); scale the values down")
     if name in FLOAT_METHODS:
-        heaviest = int(np.where(valid, problem.weights, 0).max(axis=1).sum())
+        heaviest = int(np.where(valid, problem.weights, 0).max(axis=1).sum()) if scans is None else int(scans[2])
         if heaviest > 2**53:
             raise ValueError(f"weights: the heaviest items add up to {heaviest} > 2**53, which method {name!r} "
                              "(floating point) cannot represent exactly; use method 'core', 'cpsat' or 'dp'")
@@ -163,8 +168,11 @@ def solve_mckp(problem_or_weights: MCKPProblem | Sequence[Sequence[int]],
     if problem.n_classes == 0:
         return make_result(problem, np.zeros(0, dtype=np.int64), 0.0, proven=True, start=start, method=label,
                            backend_status="empty")
-    if not problem.is_feasible():
+    # the scans of the checks in one compiled pass once the kernels are loaded (they are not loaded for this)
+    nb = _numba.kernels() if _numba.loaded() else None
+    scans = None if nb is None else nb.front_checks(problem.weights, problem.values, problem.sizes)
+    if not (problem.is_feasible() if scans is None else int(scans[0]) <= problem.capacity):
         return infeasible_result(start, label)
-    _check_numbers(problem, ALIASES.get(method, method))
+    _check_numbers(problem, ALIASES.get(method, method), scans)
     res = function(problem, time_limit=time_limit, **options)
     return dataclasses.replace(res, method=label) if res.method != label else res

@@ -10,6 +10,9 @@ same rules), so the path taken changes the time, never the answer:
   step is a single k-way merge of the ``k`` weight-sorted candidate lists, one per item of the entering class,
   that updates the incumbent, fathoms by the upper bound and drops dominated candidates in one pass:
   :math:`O(S k^2)` time, :math:`O(S + |K|)` resident memory for the ``|K|`` kept states), and ``select_items``;
+  ``search``, the whole loop of core steps in one call (the same steps as the Python loop of ``core._search``,
+  which it hands the search back to where links would be dropped or a limit may be hit);
+* the front door's checks (:func:`lyra_solver.formulations.mckp.solve_mckp`): ``front_checks``, once loaded;
 * the core's prepare and start phases: ``prepare_hulls``, ``class_items``, ``fit_prefix``, ``lp_levels``,
   ``regrets``, ``greedy_fill``;
 * the greedy heuristic's sequential scan (:mod:`lyra_solver.formulations.mckp.greedy`): ``greedy_scan``;

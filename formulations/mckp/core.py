@@ -24,7 +24,10 @@ Written from the published description of the algorithm (no code of its authors 
    A state ``(W, V)`` is a complete solution (core classes chosen, the others at their LP items); states are
    kept sorted by weight with strictly increasing values (dominated states dropped). Adding a class combines
    every state with its items in one *step kernel* (numba, :mod:`lyra_solver.formulations.mckp._numba`, or
-   numpy, :func:`step_numpy`: same signature, same arrays out) that updates the incumbent and fathoms.
+   numpy, :func:`step_numpy`: same signature, same arrays out) that updates the incumbent and fathoms. With the
+   numba kernels the whole loop is one compiled call (:func:`_search_compiled`: the same steps, the same answer
+   and counters), which hands the search back to the Python loop where links would be dropped or a limit may be
+   hit.
 4. **Bound** (:func:`state_bounds`). A state can lead to a better solution only if its upper bound exceeds the
    incumbent. The bound is the least of: ``V + lam (c - W)`` with ``lam`` the head gradient of the upgrade list
    when ``W <= c`` and of the downgrade list when ``W > c`` (every class outside the core upgrades at most at
@@ -560,16 +563,50 @@ def _hulls(problem: MCKPProblem, use_numba: bool) -> tuple[FlatHulls, LPRelaxati
     return hulls, lp_flat(hulls, problem.capacity, levels_fn=nb.lp_levels), float(vmax), bool(integral)
 
 
+def _hulls_lp_compiled(problem: MCKPProblem, nb) -> tuple:
+    """:func:`_hulls` by the compiled path and what :func:`_prepare` reads of the LP's integral part, from one
+    kernel call (``prepare_lp``: the same arrays as ``prepare_hulls``, :func:`lp_flat` with ``lp_levels`` and the
+    numpy lines of :func:`_prepare`; the LP's value stays numpy's sum of the same array). Returns ``(hulls, lp,
+    vmax, integral, base_w, base_v, lam_up, lam_dn, regret)``; the last five are ``None`` when the LP is
+    infeasible (``regret`` is empty when the LP is integral)."""
+    (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc, lp_pos,
+     weight, hv_at, base_w, base_v, lam_up, lam_dn, regret) = nb.prepare_lp(problem.weights, problem.values,
+                                                                            problem.sizes, problem.capacity)
+    hulls = FlatHulls(start, items, hw, hv, srt)
+    if not feasible:
+        return hulls, lp_flat(hulls, problem.capacity, levels_fn=nb.lp_levels), float(vmax), bool(integral), \
+            None, None, None, None, None
+    value = float(hv_at.sum())
+    weight, room, used, max_inc, b_cls = int(weight), int(room), int(used), float(max_inc), int(b_cls)
+    if b_cls < 0:
+        lp = LPRelaxation(True, value, lv, lp_pos, value, weight, -1, 0.0, 0.0, 0.0, max_inc, up, down)
+    else:
+        s = int(start[b_cls]) + int(b_step)
+        dw_b = int(hw[s + 1] - hw[s])
+        gain = float(hv[s + 1] - hv[s])
+        fraction = (room - used) / float(dw_b)
+        alpha = gain / float(dw_b)
+        lp = LPRelaxation(True, value + fraction * gain, lv, lp_pos, value, weight, b_cls, alpha, fraction, gain,
+                          max_inc, up, down)
+    return hulls, lp, float(vmax), bool(integral), base_w, base_v, lam_up, lam_dn, regret
+
+
 def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
     """Phase 1 (see the module docstring); returns the LP alone when it is infeasible or integral (nothing
     left to search)."""
     n = problem.n_classes
-    hulls, lp, vmax, integral = _hulls(problem, use_numba)
+    nb = kernels() if use_numba and n else None
+    if nb is None:
+        hulls, lp, vmax, integral = _hulls(problem, use_numba)
+        lam_up = lam_dn = regret = None
+    else:
+        hulls, lp, vmax, integral, base_w, base_v, lam_up, lam_dn, regret = _hulls_lp_compiled(problem, nb)
     if not lp.feasible or lp.frac_class < 0:
         return lp
-    rows = np.arange(n)
-    base_w = problem.weights[rows, lp.lp_pos]
-    base_v = problem.values[rows, lp.lp_pos]
+    if lam_up is None:
+        rows = np.arange(n)
+        base_w = problem.weights[rows, lp.lp_pos]
+        base_v = problem.values[rows, lp.lp_pos]
     tol = REL_TOL * max(1.0, abs(lp.bound), float(np.abs(base_v).sum()))
     if tol < 0.5 and vmax * n < 2.0**50 and integral:
         # integral values: a better solution is better by at least 1, so a state whose bound is below z + 1 (by
@@ -579,13 +616,13 @@ def _prepare(problem: MCKPProblem, use_numba: bool) -> _Prepared | LPRelaxation:
         tol = 1.0 - margin if margin < 0.5 else 0.5
     mod_g, mod_r = congruence(problem, lp.alpha, use_numba) if tol > 0.5 else (1, 0)
     # gradients from the LP vertex: next hull step up / down (LP optimality: lam_up <= alpha <= lam_dn)
-    lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
-    lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
+    if lam_up is None:
+        lam_up = np.where(np.isfinite(lp.up_slope), lp.up_slope, -np.inf)
+        lam_dn = np.where(np.isfinite(lp.down_slope), lp.down_slope, np.inf)
     # regrets with respect to alpha, over every item of the class
-    nb = kernels() if use_numba else None
     if nb is None:
         regret = _regrets_numpy(problem, lp.lp_pos, lp.alpha)
-    else:
+    elif regret is None:
         regret = nb.regrets(problem.weights, problem.values, problem.sizes, lp.lp_pos, lp.alpha)
     return _Prepared(hulls, lp, base_w, base_v, tol, lam_up, lam_dn, regret, mod_g, mod_r)
 
@@ -777,7 +814,12 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
         return _finish(problem, prep, inc, inc.positions, [], [], [], (step_numpy, count_numpy), max_bytes, lp.bound,
                        True, start, "lp-bound", stats)
 
-    # phase 3: expand the core
+    # phase 3: expand the core, by one compiled loop when the kernels run (the same steps; it hands the search
+    # back, to be run below from the start, where the links would be dropped or a limit may be hit)
+    if use_numba and max_states is None:
+        got = _search_compiled(problem, prep, inc, max_bytes, deadline, start, stats)
+        if got is not None:
+            return got
     multi = prep.hulls.counts > 1  # more than one undominated item
     up_cls = np.flatnonzero(multi & np.isfinite(prep.lam_up))
     dn_cls = np.flatnonzero(multi & np.isfinite(prep.lam_dn))
@@ -906,6 +948,46 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
         bound = max(inc.value, min(lp.bound, open_ub))
     return _finish(problem, prep, inc, fallback, records, parents, items, (step, count), max_bytes, bound, proven,
                    start, note, stats)
+
+
+#: How a compiled search ended (the codes of the kernel ``search``).
+_SEARCH_ENDS = ("fathomed", "bound", "congruence", "exhausted")
+
+#: Work units (``S k^2 + S`` per core step: ``S`` states, ``k`` items) that the compiled search is taken to do per
+#: second, on the slow side (2.4e8 to 5e8 measured on the weakly classes, tail builds included): under a time limit
+#: it runs at most half the time left at this rate before it hands the search back to the Python loop (which checks
+#: the clock between steps); the kernel cannot read the clock.
+COMPILED_WORK_PER_S = 1e8
+
+
+def _search_compiled(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, max_bytes: int, deadline: float | None,
+                     start: float, stats: dict[str, int]) -> MCKPResult | None:
+    """Phase 3 by the compiled loop ``search`` (the steps of :func:`_search`'s loop, in the same order, by the same
+    kernels: the same incumbent, choice and counters) and phase 5 from its links; ``None`` when the kernels are
+    not loaded or the loop handed the search back (links to drop, a memory limit, the work budget of a time
+    limit), for the Python loop to run."""
+    nb = kernels()
+    if nb is None:
+        return None
+    budget = -1.0
+    if deadline is not None:
+        budget = max(deadline - time.perf_counter(), 0.0) * 0.5 * COMPILED_WORK_PER_S
+    lp, hulls = prep.lp, prep.hulls
+    item_bytes = 2 if problem.weights.shape[1] < 2**15 else 8
+    code, pos, has_state, st = nb.search(
+        problem.weights, problem.values, problem.sizes, problem.capacity, prep.base_w, prep.base_v,
+        int(prep.base_w.sum()), float(prep.base_v.sum()), lp.lp_pos, lp.frac_class, lp.alpha, prep.tol, prep.mod_g,
+        prep.mod_r, inc.value, prep.lam_up, prep.lam_dn, prep.regret, hulls.weights, hulls.values, hulls.start,
+        lp.levels, max_bytes, LINK_SHARE, TAIL_MIN_CANDIDATES, TAIL_GROWTH, BYTES_PER_CANDIDATE, item_bytes, budget)
+    if code < 0:
+        return None
+    stats["classes"], stats["states"], stats["max_states"], stats["candidates"] = (int(x) for x in st)
+    stats["numba"] = 1
+    if not has_state:
+        pos = np.asarray(inc.positions, dtype=np.int64).copy()
+    # proven: the bound is the choice's value, which make_result computes (as _finish does, once)
+    return make_result(problem, pos, None, proven=True, start=start, method="core", backend_status=_SEARCH_ENDS[code],
+                       stats=stats)
 
 
 def _rebuild(problem: MCKPProblem, prep: _Prepared, records: list[_StepRecord], target: float, last: int,

@@ -372,10 +372,20 @@ def test_compiled_phases_equal_numpy_phases(inst):
     rows = np.arange(p.n_classes)
     assert not ref.feasible or np.array_equal(got.lp_pos, red.items[rows, ref.lp_pos])
     a = core._prepare(p, False)
-    b = core._prepare(p, True)
+    b = core._prepare(p, True)  # one kernel call for hulls, LP and the LP part's arrays (prepare_lp)
     assert type(a) is type(b)
+    la, lb = (a.lp, b.lp) if isinstance(a, core._Prepared) else (a, b)
+    for f in ("feasible", "bound", "value", "weight", "frac_class", "alpha", "fraction", "frac_gain",
+              "max_increment"):
+        assert getattr(la, f) == getattr(lb, f), f
+    if la.feasible:
+        for f in ("levels", "lp_pos", "up_slope", "down_slope"):
+            assert np.array_equal(getattr(la, f), getattr(lb, f)), f
     if isinstance(a, core._Prepared):
         assert np.array_equal(a.regret, b.regret) and a.tol == b.tol
+        for f in ("base_w", "base_v", "lam_up", "lam_dn"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)) and getattr(a, f).dtype == getattr(b, f).dtype, f
+        assert (a.mod_g, a.mod_r) == (b.mod_g, b.mod_r)
         for cap in (p.capacity, p.capacity + 7, p.capacity + 10**6):
             pa, va, ra = core._greedy_fill_numpy(a, p, cap)
             pb, vb, rb = core._greedy_fill(b, p, cap, True)
@@ -562,3 +572,63 @@ def test_compiled_hull_sweep_gives_the_numpy_hull(n, m, seed, collinear):
     for name in ("pos", "counts", "weights", "values"):
         got, want = getattr(compiled, name), getattr(reference, name)
         assert got.dtype == want.dtype and np.array_equal(got, want), name
+
+
+@pytest.mark.parametrize("kind", ["weakly", "strongly", "zigzag", "uncorrelated_binding"])
+def test_sorted_tail_increments_filtered_equal_lp_tail(kind):
+    """The compiled search's tail: the increments sorted once (``_tail_orders``) and filtered by the classes
+    outside the core (``_tail_filter``) give ``lp_tail``'s breakpoints, element for element, for any subset."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    nb = kernels()
+    rng = np.random.default_rng(13)
+    for it in range(8):
+        p = gen.pisinger(kind, int(rng.integers(2, 300)), int(rng.integers(2, 12)), R=(100, 10_000)[it % 2],
+                         seed=31 + it)
+        prep = core._prepare(p, True)
+        if not isinstance(prep, core._Prepared):
+            continue
+        h = prep.hulls
+        orders = nb._tail_orders(h.weights, h.values, h.start, prep.lp.levels)
+        for share in (0.0, 0.5, 0.95, 1.0):
+            mask = rng.random(p.n_classes) < share
+            ref = nb.lp_tail(h.weights, h.values, h.start, prep.lp.levels, mask)
+            got = nb._tail_filter(*orders, mask)
+            for a, b in zip(ref, got, strict=True):
+                assert a.shape == b.shape and np.array_equal(a, b)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.5, -1.5, 2.0, -2.5, 1e-300, -1e300, np.inf, -np.inf, 7.25]),
+                max_size=60),
+       st.lists(st.floats(allow_nan=False), max_size=300))
+def test_stable_radix_argsort_equals_mergesort(ties, others):
+    """The compiled search's radix argsort: ``np.argsort(kind="mergesort")``'s order (ties in index order, -0.0
+    equal to 0.0, infinities) on keys without NaN."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    key = np.array(ties + others, dtype=np.float64)
+    assert np.array_equal(kernels()._stable_argsort(key), np.argsort(key, kind="mergesort"))
+
+
+def test_compiled_search_handed_back_under_a_time_limit_gives_the_same_answer(monkeypatch):
+    """A time limit's work budget spent: the compiled search hands the search back to the Python loop, which
+    answers as the compiled search does without a limit (the same choice and counters)."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=107)
+    free = solve_core(p, use_numba=True)
+    assert free.stats["classes"] > 2
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    nb, codes = kernels(), []
+    search = nb.search
+    monkeypatch.setattr(nb, "search", lambda *a: codes.append((got := search(*a))[0]) or got)
+    monkeypatch.setattr(core, "COMPILED_WORK_PER_S", 0.0)  # no work allowed: handed back before the second step
+    limited = solve_core(p, use_numba=True, time_limit=60.0)
+    assert codes == [-1]
+    assert limited.status is Status.OPTIMAL
+    assert (limited.choice, limited.stats, limited.backend_status) == (free.choice, free.stats, free.backend_status)
