@@ -83,7 +83,8 @@ def kernels() -> ModuleType | None:
     if not numba_available():
         return None
     try:
-        from lyra_solver.formulations.mckp import _nbkernels
+        # the submodule by its full name: the package (whose front door imports this module) is not imported here
+        import lyra_solver.formulations.mckp._nbkernels as _nbkernels
     except ImportError:
         return None
     _MODULE = _nbkernels
