@@ -61,8 +61,8 @@ How to run
         --workload /tmp/pollux-artifact/simulator/workloads/workload-4.csv          # the artifact's own policy
 
 A workload CSV inside the artifact's ``workloads[-LOAD]/`` folders is matched with the artifact's recorded means
-for it (printed beside ours and written to ``--out``). One workload takes 5-60 s of one CPU core
-(``--verbatim``: about 10 minutes).
+for it (printed beside ours and written to ``--out``). One workload took from under a second (the artifact's
+Tiresias, 80 jobs) to two minutes on a shared 2-core machine (``--verbatim``: up to 10 minutes).
 """
 from __future__ import annotations
 
