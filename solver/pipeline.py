@@ -219,12 +219,13 @@ def decide_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocat
 
 
 def _check_ages(snapshot: Snapshot, objective: str) -> None:
-    """Every objective but Lyra's weighs a restart over each job's age, ``now - submit_time``
-    (:func:`lyra_solver.objectives.horizons`): a job submitted after ``now`` has none. Raises :class:`InputError`
-    naming the first such job's ``submit_time``. O(J)."""
+    """Every objective but Lyra's weighs a running job's restart (and preemption) over its age,
+    ``now - submit_time`` (:func:`lyra_solver.objectives.horizons`): a running job submitted after ``now`` has
+    none. Raises :class:`InputError` naming the first such job's ``submit_time``. A queued job's age is not used
+    (starting it restarts nothing). O(J)."""
     now = snapshot.now
     for i, job in enumerate(snapshot.jobs):
-        if job.submit_time > now:
+        if job.placement is not None and job.submit_time > now:
             raise InputError(f"jobs[{i}].submit_time",
                              f"{job.submit_time!r} is after now ({now!r}): objective {objective!r} weighs restarts "
                              f"over each job's age (now - submit_time)")

@@ -287,6 +287,10 @@ def test_an_objective_that_needs_a_jobs_age_names_the_field(objective, tmp_path)
     late = msgspec.structs.replace(snap, jobs=(msgspec.structs.replace(snap.jobs[0], submit_time=snap.now + 1),
                                                *snap.jobs[1:]))
     decide(late)  # Lyra's objective does not use the age
+    assert late.jobs[0].placement  # a running job: its restarts are weighed over its age
+    queued = msgspec.structs.replace(late, jobs=(msgspec.structs.replace(late.jobs[0], placement=None),
+                                                 *late.jobs[1:]))
+    decide(queued, objective=objective)  # a queued job's age is not used
     with pytest.raises(InputError, match=r"^jobs\[0\]\.submit_time: .*after now.*" + objective):
         decide(late, objective=objective)
     path = tmp_path / "late.json"
