@@ -781,61 +781,10 @@ def greedy_scan(cls_s, dw_s, start, room, n):  # pragma: no cover - compiled
 def lp_tail(hw, hv, start, levels, mask):  # pragma: no cover - compiled
     """Twin of ``core._LPTail``: breakpoints ``xu, yu`` of the upgrades (by decreasing slope, ties by class then
     step) and ``xd, yd`` of the downgrades (by increasing slope, ties by class then decreasing step) of the hull
-    increments of the classes in ``mask``; each starts at 0."""
-    n = start.shape[0] - 1
-    nu = 0
-    nd = 0
-    for i in range(n):
-        if mask[i]:
-            c = start[i + 1] - start[i] - 1
-            up = c - levels[i]
-            nu += up
-            nd += c - up
-    su = np.empty(nu, dtype=np.float64)
-    wu = np.empty(nu, dtype=np.int64)
-    vu = np.empty(nu, dtype=np.float64)
-    sd = np.empty(nd, dtype=np.float64)
-    wd = np.empty(nd, dtype=np.int64)
-    vd = np.empty(nd, dtype=np.float64)
-    a = 0
-    b = 0
-    for i in range(n):
-        if not mask[i]:
-            continue
-        s0 = start[i]
-        c = start[i + 1] - s0 - 1
-        lv = levels[i]
-        for j in range(lv, c):
-            dw = hw[s0 + j + 1] - hw[s0 + j]
-            dv = hv[s0 + j + 1] - hv[s0 + j]
-            su[a] = -(dv / dw)
-            wu[a] = dw
-            vu[a] = dv
-            a += 1
-        for j in range(lv - 1, -1, -1):  # each class's run reversed: equal slopes in decreasing step order
-            dw = hw[s0 + j + 1] - hw[s0 + j]
-            dv = hv[s0 + j + 1] - hv[s0 + j]
-            sd[b] = dv / dw
-            wd[b] = dw
-            vd[b] = dv
-            b += 1
-    ou = _stable_argsort(su)
-    od = _stable_argsort(sd)
-    xu = np.empty(nu + 1, dtype=np.float64)
-    yu = np.empty(nu + 1, dtype=np.float64)
-    xd = np.empty(nd + 1, dtype=np.float64)
-    yd = np.empty(nd + 1, dtype=np.float64)
-    xu[0] = 0.0
-    yu[0] = 0.0
-    for t in range(nu):
-        xu[t + 1] = xu[t] + float(wu[ou[t]])
-        yu[t + 1] = yu[t] + vu[ou[t]]
-    xd[0] = 0.0
-    yd[0] = 0.0
-    for t in range(nd):
-        xd[t + 1] = xd[t] + float(wd[od[t]])
-        yd[t + 1] = yd[t] + vd[od[t]]
-    return xu, yu, xd, yd
+    increments of the classes in ``mask``; each starts at 0. Every class's increments sorted (``_tail_orders``,
+    a stable sort, so a subset's order is the full order filtered), then filtered by ``mask`` (``_tail_filter``):
+    the compiled search keeps the sorted increments and filters them again at each rebuild. O(N)."""
+    return _tail_filter(*_tail_orders(hw, hv, start, levels), mask)
 
 
 @numba.njit(cache=True, nogil=True)

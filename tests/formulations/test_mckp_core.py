@@ -577,7 +577,8 @@ def test_compiled_hull_sweep_gives_the_numpy_hull(n, m, seed, collinear):
 @pytest.mark.parametrize("kind", ["weakly", "strongly", "zigzag", "uncorrelated_binding"])
 def test_sorted_tail_increments_filtered_equal_lp_tail(kind):
     """The compiled search's tail: the increments sorted once (``_tail_orders``) and filtered by the classes
-    outside the core (``_tail_filter``) give ``lp_tail``'s breakpoints, element for element, for any subset."""
+    outside the core (``_tail_filter``) give the numpy reference's breakpoints (``core._LPTail``), element for
+    element, for any subset."""
     from lyra_solver.bench import mckp_instances as gen
     from lyra_solver.formulations.mckp import core
     from lyra_solver.formulations.mckp._numba import kernels
@@ -594,9 +595,9 @@ def test_sorted_tail_increments_filtered_equal_lp_tail(kind):
         orders = nb._tail_orders(h.weights, h.values, h.start, prep.lp.levels)
         for share in (0.0, 0.5, 0.95, 1.0):
             mask = rng.random(p.n_classes) < share
-            ref = nb.lp_tail(h.weights, h.values, h.start, prep.lp.levels, mask)
+            ref = core._LPTail(h, prep.lp.levels, mask)
             got = nb._tail_filter(*orders, mask)
-            for a, b in zip(ref, got, strict=True):
+            for a, b in zip((ref.xu, ref.yu, ref.xd, ref.yd), got, strict=True):
                 assert a.shape == b.shape and np.array_equal(a, b)
 
 
