@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from lyra_solver.formulations import SolveResult
@@ -89,6 +89,9 @@ class Cluster:
     max_w: np.ndarray
     placement: tuple[JobPlacement, ...]
     server_gpus: int
+    #: :func:`used_gpus` of the placement tuples asked for so far this round, by ``id`` (each entry holds its
+    #: tuple, so the id stays that tuple's): the reclaim, loan, admission and scale steps ask for the same ones
+    used_memo: dict[int, tuple[tuple[JobPlacement, ...], np.ndarray]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
@@ -223,13 +226,24 @@ class RoundState:
 
 # ------------------------------------------------------------------------------------------- shared views
 def used_gpus(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPlacement]) -> np.ndarray:
-    """GPUs used on each server by the placements given (``None``: a job not running)."""
+    """GPUs used on each server by the placements given (``None``: a job not running); read-only.
+
+    The answer for a tuple (a step's result, which never changes) is kept on ``cl`` for the round's later steps.
+    """
+    if type(placement) is tuple:
+        hit = cl.used_memo.get(id(placement))
+        if hit is not None and hit[0] is placement:
+            return hit[1]
     used = [0] * cl.gpus.shape[0]
     for g, pl in zip(cl.gpw.tolist(), placement, strict=True):
         if pl:
             for s, n in pl.items():
                 used[s] += n * g
-    return np.array(used, dtype=np.int64)
+    out = np.array(used, dtype=np.int64)
+    out.setflags(write=False)
+    if type(placement) is tuple:
+        cl.used_memo[id(placement)] = (placement, out)
+    return out
 
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:

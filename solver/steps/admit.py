@@ -23,7 +23,7 @@ from lyra_solver.heuristics.placement import FreeIndex
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.objectives import JOINT_ADMISSION
 from lyra_solver.steps._state import Admitted, Cluster, RoundState, Settings, usable_servers, used_gpus
-from lyra_solver.values import JobOptions, value_table
+from lyra_solver.values import times_at
 
 __all__ = ["ADMIT_TIERS", "admit"]
 
@@ -39,12 +39,12 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
         return Admitted(reclaimed.placement, (), frozenset())
     snap = cl.snap
     queued = reclaimed.queued
-    times_min = times_at_min(cl, queued)
-    order = queue_order(
+    jobs = list(map(snap.jobs.__getitem__, queued))
+    order = queue_order(  # each order reads its own key: the others are not computed
         settings.queue,
-        submit_time=[snap.jobs[j].submit_time for j in queued],
-        min_time=[times_min[j] for j in queued],
-        attained_service=[snap.jobs[j].attained_service for j in queued],
+        submit_time=[job.submit_time for job in jobs],
+        min_time=times_at_min(cl, queued) if settings.queue == "sjf" else None,
+        attained_service=[job.attained_service for job in jobs] if settings.queue == "las" else None,
     )
     usable = usable_servers(cl, reclaimed, borrowed)
     tier = np.full(cl.gpus.shape[0], -1, dtype=np.int64)
@@ -89,13 +89,11 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     return Admitted(tuple(placement), tuple(admitted), frozenset(donation.gave))
 
 
-def times_at_min(cl: Cluster, jobs: list[int]) -> dict[int, float]:
-    """Remaining time of each job of ``jobs`` at its ``min_workers`` (the ``sjf`` key), by the value table."""
+def times_at_min(cl: Cluster, jobs: list[int]) -> np.ndarray:
+    """Remaining time of each job of ``jobs`` at its ``min_workers`` (the ``sjf`` key): the value table's
+    ``T(min)`` (:func:`lyra_solver.values.times_at`, the same floats)."""
     if not jobs:
-        return {}
+        return np.zeros(0)
     snap_jobs = cl.snap.jobs
-    make = JobOptions._make
-    opts = [make((job.throughput, job.min_workers, job.min_workers, job.remaining_work, job.gpus_per_worker, 0,
-                  0.0, 1, 0)) for job in map(snap_jobs.__getitem__, jobs)]
-    t = value_table(opts, server_gpus=cl.server_gpus).times[:, 0]
-    return dict(zip(jobs, t.tolist(), strict=True))
+    return times_at([snap_jobs[j].throughput for j in jobs], cl.min_w[jobs],
+                    [snap_jobs[j].remaining_work for j in jobs], cl.gpw[jobs], server_gpus=cl.server_gpus)

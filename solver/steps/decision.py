@@ -52,35 +52,39 @@ def _decision(state: RoundState) -> Decision:
     cl, rec, borrowed, sc, pl = state.cluster, state.reclaimed, state.borrowed, state.scaled, state.placed
     snap = cl.snap
     ids = [s.id for s in snap.servers]
-    hosting = set()
-    for p in pl.placement:
-        if p:
-            hosting.update(p)
+    placement = pl.placement
+    # workers of each job that runs (0: none), once for the values below and the decisions
+    count = [sum(p.values()) if p else 0 for p in placement]
     jobs: dict[str, JobDecision] = {}
     preemptions = 0
     jct = 0.0
     # the value of each running job's option, gathered at once (summed in job order below, as before)
-    rows = [i for i, j in enumerate(sc.jobs) if pl.placement[j]]
-    workers = np.fromiter((sum(pl.placement[sc.jobs[i]].values()) for i in rows), np.int64, len(rows))
+    rows = [i for i, j in enumerate(sc.jobs) if count[j]]
+    workers = np.fromiter((count[sc.jobs[i]] for i in rows), np.int64, len(rows))
     k = workers - sc.table.min_workers[rows]
     kk = np.minimum(k, sc.table.values.shape[1] - 1)
-    gpw = np.fromiter((snap.jobs[sc.jobs[i]].gpus_per_worker for i in rows), np.int64, len(rows))
+    gpw = cl.gpw[[sc.jobs[i] for i in rows]]
     on_grid = (k < sc.table.sizes[rows]) & (sc.table.weights[rows, kk] == gpw * k)  # False only in thinned rows
     gathered = sc.table.values[rows, kk].tolist()
     values = iter(v if ok else _value_of(state, sc.jobs[i], int(w), i)
                   for v, ok, i, w in zip(gathered, on_grid.tolist(), rows, workers.tolist(), strict=True))
-    for j, job in enumerate(snap.jobs):
-        p = pl.placement[j]
+    for job, p, w in zip(snap.jobs, placement, count, strict=True):
         if p:
-            named = FrozenDict((ids[s], n) for s, n in sorted(p.items()))
-            changed = job.placement is None or named != job.placement
-            jobs[job.id] = JobDecision(action="run", workers=sum(p.values()), placement=named, changed=changed)
+            named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())] if len(p) > 1
+                               else [(ids[s], n) for s, n in p.items()])
+            old = job.placement
+            jobs[job.id] = JobDecision(action="run", workers=w, placement=named, changed=old is None or named != old)
             jct += next(values)
         elif job.placement is not None:
             jobs[job.id] = _PREEMPT
             preemptions += 1
         else:
             jobs[job.id] = _WAIT
+    hosting = set()
+    if borrowed:
+        for p in placement:
+            if p:
+                hosting.update(p)
     loan = [ids[s] for s in borrowed if s in hosting]
     reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
     summary = Summary(

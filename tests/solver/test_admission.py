@@ -166,7 +166,7 @@ def _steps(snap: dict, **options):
     borrowed = loan(state, settings)
     state = RoundState(cl, reclaim=rec, loan=borrowed)
     queued = rec.queued
-    return state, cl, rec, borrowed, queued, settings, times_at_min(cl, queued)
+    return state, cl, rec, borrowed, queued, settings, dict(zip(queued, times_at_min(cl, queued).tolist(), strict=True))
 
 
 def _crowded(seed: int, servers: int, jobs: int, gpus: int, reclaim: int) -> dict:

@@ -184,3 +184,29 @@ def test_decide_built_still_checks_its_arguments():
     with pytest.raises(InputError) as err:
         decide_built(snap, keep_packing="x")
     assert err.value.path == "keep_packing"
+
+
+def test_used_gpus_of_a_step_result_is_kept_read_only_and_right():
+    """:func:`lyra_solver.steps._state.used_gpus` keeps its answer for a placement tuple (a step's result) on the
+    cluster: the same array for the same tuple, read-only, equal to the sum it stands for; a list (a step's
+    work in progress) is counted afresh every time."""
+    from lyra_solver import parse_snapshot
+    from lyra_solver.steps._state import Cluster, used_gpus
+
+    snap = parse_snapshot(b'''{"format_version": 1,
+      "servers": [{"id": "t0", "pool": "training", "gpus": 8}, {"id": "t1", "pool": "training", "gpus": 8}],
+      "jobs": [{"id": "a", "min_workers": 1, "max_workers": 4, "remaining_work": 10, "gpus_per_worker": 2,
+                "throughput": {"kind": "power", "rate_per_worker": 1, "exponent": 1}, "placement": {"t0": 2, "t1": 1}},
+               {"id": "b", "min_workers": 3, "max_workers": 3, "remaining_work": 10,
+                "throughput": {"kind": "power", "rate_per_worker": 1, "exponent": 1}, "placement": {"t1": 3}}]}''')
+    cl = Cluster.of(snap)
+    used = used_gpus(cl, cl.placement)
+    assert used.tolist() == [4, 5]
+    assert used_gpus(cl, cl.placement) is used
+    assert not used.flags.writeable
+    other = (None, {1: 2})
+    assert used_gpus(cl, other).tolist() == [0, 2]
+    work = [{0: 1}, None]
+    first = used_gpus(cl, work)
+    work[0] = {1: 1}
+    assert first.tolist() == [2, 0] and used_gpus(cl, work).tolist() == [0, 2]

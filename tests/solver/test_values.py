@@ -92,3 +92,22 @@ def test_table_times_are_the_throughput_models_bit_for_bit(jobs, server_gpus):
             assert np.array_equal(table.times[j, :n], expected), (j, job)
         else:
             assert np.allclose(table.times[j, :n], expected, rtol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=st.lists(job_options(), min_size=0, max_size=12), server_gpus=st.sampled_from([4, 8, 16]),
+       data=st.data())
+def test_times_at_is_the_tables_cell_bit_for_bit(jobs, server_gpus, data):
+    """:func:`times_at` (the admission's ``T(min)``, every kind at once) gives the float of the value table's
+    cell at the same count, exactly: the sjf order must not move by an ulp."""
+    from lyra_solver.values import times_at
+
+    counts = [data.draw(st.integers(j.min_workers, j.max_workers)) for j in jobs]
+    got = times_at([j.throughput for j in jobs], np.array(counts, np.int64), [j.remaining_work for j in jobs],
+                   np.array([j.gpus_per_worker for j in jobs], np.int64), server_gpus=server_gpus)
+    assert got.shape == (len(jobs),)
+    if not jobs:
+        return
+    table = value_table(jobs, server_gpus=server_gpus)
+    cells = table.times[np.arange(len(jobs)), np.array(counts) - table.min_workers]
+    assert np.array_equal(got, cells)
