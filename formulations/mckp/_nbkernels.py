@@ -778,6 +778,77 @@ def greedy_scan(cls_s, dw_s, start, room, n):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def greedy_choice(weights, values, sizes, capacity):  # pragma: no cover - compiled
+    """Twin of ``greedy.greedy_positions`` over ``_lp.undominated`` in one call, for classes whose weights
+    strictly increase (value tables): the raw item chosen in each class, and whether the twin applies (``False``
+    when a class's weights do not strictly increase, or the lightest items do not fit: the caller takes the numpy
+    path, which answers those).
+
+    The undominated items of a class are then those worth more than every lighter one; each upgrade (the next
+    undominated item) has the ratio ``dv / dw`` and the key ``min`` of the ratios up to it. The upgrades are
+    scanned by decreasing key, ties in (class, upgrade) order (a stable sort, the order of ``fit_prefix`` and of
+    the numpy scan after it): an upgrade is taken when it fits and its class is open, else its class closes.
+    That is the numpy path's prefix (``fit_prefix``) and tail scan in one pass. O(N log N) for N items."""
+    n, m = weights.shape
+    mm = max(m, 1)
+    und = np.empty((n, mm), dtype=np.int64)
+    cnt = np.zeros(n, dtype=np.int64)
+    chosen = np.empty(n, dtype=np.int64)
+    steps = 0
+    base_w = 0
+    for i in range(n):
+        k = sizes[i]
+        for j in range(1, k):
+            if weights[i, j] <= weights[i, j - 1]:
+                return chosen, False
+        c = 0
+        best = -np.inf
+        for j in range(k):
+            if c == 0 or values[i, j] > best:
+                und[i, c] = j
+                c += 1
+                best = values[i, j]
+        cnt[i] = c
+        steps += c - 1
+        base_w += weights[i, und[i, 0]]
+    if base_w > capacity:
+        return chosen, False
+    neg = np.empty(steps, dtype=np.float64)
+    cls = np.empty(steps, dtype=np.int64)
+    dws = np.empty(steps, dtype=np.int64)
+    t = 0
+    for i in range(n):
+        key = np.inf
+        for s in range(cnt[i] - 1):
+            a, b = und[i, s], und[i, s + 1]
+            dw = weights[i, b] - weights[i, a]
+            ratio = (values[i, b] - values[i, a]) / dw
+            if ratio < key:
+                key = ratio
+            neg[t] = -key
+            cls[t] = i
+            dws[t] = dw
+            t += 1
+    order = np.argsort(neg, kind="mergesort")
+    level = np.zeros(n, dtype=np.int64)
+    frozen = np.zeros(n, dtype=np.bool_)
+    room = capacity - base_w
+    for q in range(steps):
+        e = order[q]
+        c = cls[e]
+        if frozen[c]:
+            continue
+        if dws[e] <= room:
+            room -= dws[e]
+            level[c] += 1
+        else:
+            frozen[c] = True
+    for i in range(n):
+        chosen[i] = und[i, level[i]]
+    return chosen, True
+
+
+@numba.njit(cache=True, nogil=True)
 def lp_tail(hw, hv, start, levels, mask):  # pragma: no cover - compiled
     """Twin of ``core._LPTail``: breakpoints ``xu, yu`` of the upgrades (by decreasing slope, ties by class then
     step) and ``xd, yd`` of the downgrades (by increasing slope, ties by class then decreasing step) of the hull

@@ -151,6 +151,12 @@ def solve_greedy(problem: MCKPProblem, *, time_limit: float | None = None,
     numpy_path = use_numba is None and not loaded()
     if numpy_path and want(problem.n_items):  # a long-running caller (the simulator) loads the kernels once
         numpy_path = kernels() is None
+    if use_numba is not False and not numpy_path:
+        compiled = _compiled(problem)
+        if compiled is not None:
+            choice, bound = compiled
+            return make_result(problem, choice, bound, proven=False, start=start, method="greedy",
+                               backend_status="greedy")
     red = undominated(problem)
     pos = greedy_positions(red, problem.capacity, use_numba=use_numba)
     lp = lp_relaxation(red, upper_hull(red), problem.capacity)
@@ -160,3 +166,30 @@ def solve_greedy(problem: MCKPProblem, *, time_limit: float | None = None,
     return make_result(problem, choice, lp.bound, proven=False, start=start, method="greedy",
                        backend_status="greedy")
 
+
+
+def _compiled(problem: MCKPProblem) -> tuple[np.ndarray, float] | None:
+    """The greedy's choice and LP bound by the compiled kernels in two calls (``greedy_choice``, then
+    ``prepare_lp``: the hulls and the LP by slopes of the exact core), the numbers of the numpy path: the same
+    choice, and the bound by the same float expressions over the same hull vertices (:func:`lp_relaxation`'s).
+    ``None`` when the kernels are not available or ``greedy_choice`` does not apply (a class whose weights do not
+    strictly increase)."""
+    nb = kernels()
+    if nb is None:
+        return None
+    choice, ok = nb.greedy_choice(problem.weights, problem.values, problem.sizes, problem.capacity)
+    if not ok:
+        return None
+    (feasible, start, _items, hw, hv, _srt, _vmax, _integral, room, _lv, _up, _down, b_cls, b_step, used, _max_inc,
+     _lp_pos, _weight, hv_at, *_rest) = nb.prepare_lp(problem.weights, problem.values, problem.sizes,
+                                                        problem.capacity)
+    if not feasible:
+        return None
+    value = float(hv_at.sum()) if hv_at.shape[0] else 0.0
+    if b_cls < 0:
+        return choice, value
+    s = int(start[b_cls]) + int(b_step)
+    dw_b = int(hw[s + 1] - hw[s])
+    gain = float(hv[s + 1] - hv[s])
+    fraction = (int(room) - int(used)) / float(dw_b)
+    return choice, value + fraction * gain
