@@ -211,13 +211,24 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     work, pen = _columns(jobs, _TABLE_FLOATS, np.float64)
     base, step, sizes = _grid(mins, maxs, np.maximum(step, 1), cur, pin)
     m = int(sizes.max()) if n else 1
+    compiled = _compiled_profiles(jobs, base is mins) if n else None
+    if compiled is not None:  # every job a profile, rows of step 1, the kernels loaded: one call, the same floats
+        index, stack, n_max, k_max, nb = compiled
+        model = np.fromiter((index[j.throughput.model] for j in jobs), np.int64, n)
+        w, times, lyra, weights = nb.profile_table(model, np.maximum(server_gpus // gpw, 1), mins, maxs, gpw, cur,
+                                                   work, pen, m, stack, n_max, k_max, TIME_CAP)
+        if objective == "jct-reduction":
+            return ValueTable(values=lyra, weights=weights, times=times, sizes=sizes, min_workers=mins,
+                              objective=objective, ages=None if extra is None else extra[0],
+                              job_weights=None if extra is None else extra[1])
     offs = np.arange(m, dtype=np.int64)
     mask = offs[None, :] < sizes[:, None]
-    # padding repeats the last option; a thinned row (step > 1) starts at min and ends at max
-    w = _clamp(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
-    rate = _rates([j.throughput for j in jobs], w, gpw, server_gpus)
-    with np.errstate(over="ignore", divide="ignore"):  # huge work over a tiny rate: inf, capped just below
-        times = np.minimum(work[:, None] / rate, TIME_CAP)
+    if compiled is None:
+        # padding repeats the last option; a thinned row (step > 1) starts at min and ends at max
+        w = _clamp(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
+        rate = _rates([j.throughput for j in jobs], w, gpw, server_gpus)
+        with np.errstate(over="ignore", divide="ignore"):  # huge work over a tiny rate: inf, capped just below
+            times = np.minimum(work[:, None] / rate, TIME_CAP)
     restart = (cur[:, None] > 0) & (w != cur[:, None])
     if objective == "jct-reduction":  # Lyra's value, computed as before (the same bytes)
         values = times[:, :1] - times - pen[:, None] * restart
@@ -229,6 +240,38 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     weights = gpw[:, None] * (w - mins[:, None])
     return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins, objective=objective,
                       ages=None if extra is None else extra[0], job_weights=None if extra is None else extra[1])
+
+
+def _compiled_profiles(jobs: Sequence[JobOptions], unit_steps: bool):
+    """``(model index, stack, n_max, k_max, kernels)`` for the compiled table (:mod:`lyra_solver._nbvalues`) when
+    every job is a ``profile`` throughput, every row is of step 1 (``unit_steps``) and the package's numba kernels
+    are loaded in this process; else ``None`` (the numpy path)."""
+    if not unit_steps or not _numba_loaded():
+        return None
+    profile = ProfileThroughput
+    for j in jobs:
+        if type(j.throughput) is not profile:
+            return None
+    nb = _value_kernels()
+    if nb is None:
+        return None
+    return (*_profile_stack(), nb)
+
+
+def _numba_loaded() -> bool:
+    from lyra_solver.formulations.mckp._numba import loaded
+
+    return loaded()
+
+
+@cache
+def _value_kernels():
+    """:mod:`lyra_solver._nbvalues`, imported once (``None`` when numba cannot be imported)."""
+    try:
+        import lyra_solver._nbvalues as nb
+    except ImportError:
+        return None
+    return nb
 
 
 def _rates(throughputs: Sequence, w: np.ndarray, gpw: np.ndarray, server_gpus: int) -> np.ndarray:
@@ -268,7 +311,18 @@ def times_at(throughputs: Sequence, workers: np.ndarray, work: np.ndarray, gpus_
     :func:`value_table` computes it (the same floats as the table's cell), without the rest of the table.
     O(n) array work plus one ``interp`` per ``table`` throughput."""
     w = np.asarray(workers, np.int64).reshape(-1, 1)
-    rate = _rates(throughputs, w, np.asarray(gpus_per_worker, np.int64), server_gpus)
+    gpw = np.asarray(gpus_per_worker, np.int64)
+    n = w.shape[0]
+    if n and _numba_loaded() and all(type(t) is ProfileThroughput for t in throughputs):
+        nb = _value_kernels()
+        if nb is not None:  # the compiled table's first column: the same floats (lyra_solver._nbvalues)
+            index, stack, n_max, k_max = _profile_stack()
+            model = np.fromiter((index[t.model] for t in throughputs), np.int64, n)
+            counts = w[:, 0].copy()
+            return nb.profile_table(model, np.maximum(server_gpus // gpw, 1), counts, counts, gpw,
+                                    np.zeros(n, np.int64), np.asarray(work, np.float64), np.zeros(n), 1, stack,
+                                    n_max, k_max, TIME_CAP)[1][:, 0]
+    rate = _rates(throughputs, w, gpw, server_gpus)
     with np.errstate(over="ignore", divide="ignore"):
         return np.minimum(np.asarray(work, np.float64)[:, None] / rate, TIME_CAP)[:, 0]
 

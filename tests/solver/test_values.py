@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lyra_solver.throughput import rate, rate_one
@@ -111,3 +112,51 @@ def test_times_at_is_the_tables_cell_bit_for_bit(jobs, server_gpus, data):
     table = value_table(jobs, server_gpus=server_gpus)
     cells = table.times[np.arange(len(jobs)), np.array(counts) - table.min_workers]
     assert np.array_equal(got, cells)
+    profiles = [j for j in jobs if isinstance(j.throughput, ProfileThroughput)]
+    if profiles:  # and by the compiled table once the kernels are loaded (lyra_solver._nbvalues)
+        from lyra_solver.formulations.mckp._numba import load
+
+        assert load()
+        keep = [i for i, j in enumerate(jobs) if isinstance(j.throughput, ProfileThroughput)]
+        again = times_at([j.throughput for j in profiles], np.array(counts, np.int64)[keep],
+                         [j.remaining_work for j in profiles],
+                         np.array([j.gpus_per_worker for j in profiles], np.int64), server_gpus=server_gpus)
+        assert np.array_equal(again, got[keep], equal_nan=True)
+
+
+@st.composite
+def profile_options(draw):
+    lo = draw(st.integers(1, 40))
+    hi = draw(st.integers(lo, lo + 70))
+    running = draw(st.booleans())
+    return JobOptions(
+        throughput=ProfileThroughput(model=draw(st.sampled_from(PROFILE_MODELS))), min_workers=lo, max_workers=hi,
+        remaining_work=draw(st.sampled_from([0.0, 1e-300, 1.0, 3e7, 1e300])) if draw(st.booleans())
+        else draw(st.floats(0, 1e9)),
+        gpus_per_worker=draw(st.sampled_from([1, 2, 3, 4, 8, 16])),
+        current_workers=draw(st.integers(max(lo - 2, 1), hi + 2)) if running else 0,
+        restart_penalty=draw(st.floats(0, 1e3)),
+    )
+
+
+@settings(max_examples=80, deadline=None)
+@given(jobs=st.lists(profile_options(), min_size=1, max_size=20), server_gpus=st.sampled_from([4, 8, 16]),
+       objective=st.sampled_from(["jct-reduction", "hesrpt", "srpt", "pollux"]))
+def test_compiled_profile_table_is_the_numpy_table_bit_for_bit(jobs, server_gpus, objective):
+    """With the package's numba kernels loaded, a table of ``profile`` jobs is one compiled call
+    (:mod:`lyra_solver._nbvalues`); every array equals the numpy path's exactly (nan where it has nan)."""
+    import numba  # noqa: F401  (a test dependency: the kernels are tested, not skipped)
+    from lyra_solver import values
+    from lyra_solver.formulations.mckp._numba import load
+
+    assert load()
+    ages = [float(i * 37) for i in range(len(jobs))]
+    assert values._compiled_profiles(jobs, True) is not None
+    fast = value_table(jobs, server_gpus=server_gpus, backend="numpy", objective=objective, ages=ages)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(values, "_numba_loaded", lambda: False)
+        ref = value_table(jobs, server_gpus=server_gpus, backend="numpy", objective=objective, ages=ages)
+    for name in ("values", "weights", "times", "sizes", "min_workers"):
+        a, b = getattr(fast, name), getattr(ref, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
