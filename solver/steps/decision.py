@@ -45,6 +45,12 @@ def _value_of(state: RoundState, j: int, w: int, row: int) -> float:
     return t(job.min_workers) - t(w) - (job.restart_penalty if untouched and w != c else 0.0)
 
 
+def _ascending(p: dict[int, int]) -> bool:
+    """Whether the server indices of ``p`` come in increasing order."""
+    keys = list(p)
+    return all(a < b for a, b in zip(keys, keys[1:]))  # noqa: B905 - one shorter by construction
+
+
 _WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # frozen: shared by every such job
 
 
@@ -68,12 +74,18 @@ def _decision(state: RoundState) -> Decision:
     gathered = sc.table.values[rows, kk].tolist()
     values = iter(v if ok else _value_of(state, sc.jobs[i], int(w), i)
                   for v, ok, i, w in zip(gathered, on_grid.tolist(), rows, workers.tolist(), strict=True))
-    for job, p, w in zip(snap.jobs, placement, count, strict=True):
+    for job, p, w, before in zip(snap.jobs, placement, count, cl.placement, strict=True):
         if p:
-            named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())] if len(p) > 1
-                               else [(ids[s], n) for s, n in p.items()])
-            old = job.placement
-            jobs[job.id] = JobDecision(action="run", workers=w, placement=named, changed=old is None or named != old)
+            if p is before and (len(p) == 1 or _ascending(p)):
+                # the snapshot's own placement (no step replaced it), its servers in index order: the decision's
+                # placement is the snapshot's, item for item and in the same order (the same bytes), unchanged
+                jobs[job.id] = JobDecision(action="run", workers=w, placement=job.placement, changed=False)
+            else:
+                named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())] if len(p) > 1
+                                   else [(ids[s], n) for s, n in p.items()])
+                old = job.placement
+                jobs[job.id] = JobDecision(action="run", workers=w, placement=named,
+                                           changed=old is None or named != old)
             jct += next(values)
         elif job.placement is not None:
             jobs[job.id] = _PREEMPT

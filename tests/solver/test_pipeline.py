@@ -210,3 +210,26 @@ def test_used_gpus_of_a_step_result_is_kept_read_only_and_right():
     first = used_gpus(cl, work)
     work[0] = {1: 1}
     assert first.tolist() == [2, 0] and used_gpus(cl, work).tolist() == [0, 2]
+
+
+def test_an_unchanged_placement_is_the_snapshots_in_server_order():
+    """A running job no step moves keeps its snapshot placement: the decision shows it with its servers in the
+    snapshot's server order (the order every decision writes), whatever order the snapshot gave them in, and
+    ``changed`` false; where the snapshot's order is that order, it is the snapshot's own mapping."""
+    from lyra_solver import decide, encode, parse_snapshot
+
+    snap = parse_snapshot(b'''{"format_version": 1,
+      "servers": [{"id": "t0", "pool": "training", "gpus": 8}, {"id": "t1", "pool": "training", "gpus": 8},
+                  {"id": "t2", "pool": "training", "gpus": 8}],
+      "jobs": [{"id": "a", "min_workers": 4, "max_workers": 4, "remaining_work": 100,
+                "throughput": {"kind": "power", "rate_per_worker": 1, "exponent": 1},
+                "placement": {"t1": 2, "t0": 2}},
+               {"id": "b", "min_workers": 3, "max_workers": 3, "remaining_work": 100,
+                "throughput": {"kind": "power", "rate_per_worker": 1, "exponent": 1},
+                "placement": {"t1": 1, "t2": 2}}]}''')
+    d = decide(snap)
+    a, b = d.jobs["a"], d.jobs["b"]
+    assert list(a.placement.items()) == [("t0", 2), ("t1", 2)] and a.changed is False
+    assert list(b.placement.items()) == [("t1", 1), ("t2", 2)] and b.changed is False
+    assert b.placement is snap.jobs[1].placement
+    assert b'"placement":{"t0":2,"t1":2}' in encode(d)
