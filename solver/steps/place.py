@@ -54,7 +54,7 @@ def place(state: RoundState, settings: Settings) -> Placed:
     # the placement option's heuristic (a row of the placement table), or the exact model's warm start
     heuristic = EXACT_WARM_START if settings.placement == "exact" else settings.placement
     while True:
-        problem, out = _place_afresh(cl, adm, servers, target, moving, stopped, kept, heuristic)
+        problem, out = _place_afresh(cl, adm, servers, target, moving, stopped, heuristic)
         spread = _spread_growths(cl, adm, servers, target, moving, out) if settings.compact_growth else []
         if not spread:
             break
@@ -134,13 +134,21 @@ def _consolidate(cl, servers, placement: list, settled: list[int]) -> None:
             free[s] -= n * g
 
 
-def _place_afresh(cl, adm, servers, target, moving, stopped, kept, heuristic: str = EXACT_WARM_START):
+def _place_afresh(cl, adm, servers, target, moving, stopped, heuristic: str = EXACT_WARM_START):
     """The placement ``heuristic`` (best fit decreasing by default) for the ``moving`` jobs afresh (keeping their
     current workers where afresh leaves one out), every other job's GPUs held: those of unchanged and ``kept``
     jobs, none of ``stopped`` ones."""
     pos = {int(s): i for i, s in enumerate(servers)}
-    gone = set(moving).union(stopped)
-    used = used_gpus(cl, [None if j in gone else kept.get(j, p) for j, p in enumerate(adm.placement)])
+    # every job's GPUs after admission (kept from the scale step) less those of the jobs placed afresh or stopped
+    # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs)
+    used = used_gpus(cl, adm.placement).copy()
+    gpw = cl.gpw
+    for j in set(moving).union(stopped):
+        p = adm.placement[j]
+        if p:
+            g = int(gpw[j])
+            for s, n in p.items():
+                used[s] -= n * g
     cj, cs, cc = [], [], []
     for i, j in enumerate(moving):
         for s, n in (adm.placement[j] or {}).items():
