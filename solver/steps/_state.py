@@ -30,7 +30,7 @@ from lyra_solver.types import PackingGroup, Snapshot
 from lyra_solver.values import ValueTable
 
 __all__ = ["Admitted", "Cluster", "Placed", "Reclaimed", "RoundState", "Scaled", "Settings", "StepReport",
-           "usable_servers", "used_gpus"]
+           "remember_used", "usable_servers", "used_gpus"]
 
 #: Workers per server index of one job (``None``: the job does not run).
 JobPlacement = dict[int, int] | None
@@ -240,10 +240,16 @@ def used_gpus(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPlaceme
             for s, n in pl.items():
                 used[s] += n * g
     out = np.array(used, dtype=np.int64)
-    out.setflags(write=False)
     if type(placement) is tuple:
-        cl.used_memo[id(placement)] = (placement, out)
+        remember_used(cl, placement, out)
     return out
+
+
+def remember_used(cl: Cluster, placement: tuple[JobPlacement, ...], used: np.ndarray) -> None:
+    """Keep ``used`` (made read-only) as :func:`used_gpus` of the step result ``placement`` for the round's later
+    steps: for a step that knows it more cheaply than the sum over every job."""
+    used.setflags(write=False)
+    cl.used_memo[id(placement)] = (placement, used)
 
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:

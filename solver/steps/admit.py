@@ -22,7 +22,7 @@ from lyra_solver.heuristics.donation import Donation
 from lyra_solver.heuristics.placement import FreeIndex
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.objectives import JOINT_ADMISSION
-from lyra_solver.steps._state import Admitted, Cluster, RoundState, Settings, usable_servers, used_gpus
+from lyra_solver.steps._state import Admitted, Cluster, RoundState, Settings, remember_used, usable_servers, used_gpus
 from lyra_solver.values import times_at
 
 __all__ = ["ADMIT_TIERS", "admit"]
@@ -73,8 +73,8 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
         else:
             waiting.append(j)
     if not waiting:
-        return Admitted(tuple(placement), tuple(admitted), frozenset())
-    donation = Donation(gpw, min_w, [job.placement is not None for job in snap.jobs], index.free, tier.tolist(),
+        return Admitted(_after(cl, reclaimed.placement, placement, admitted), tuple(admitted), frozenset())
+    donation = Donation(gpw, min_w, [pl is not None for pl in cl.placement], index.free, tier.tolist(),
                         placement, len(ADMIT_TIERS))
     for j in waiting:
         n, g = min_w[j], gpw[j]
@@ -84,9 +84,26 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
         if got is not None:
             placement[j] = got
             admitted.append(j)
-    for d, donor_placement in donation.donor_placement.items():
-        placement[d] = donor_placement
-    return Admitted(tuple(placement), tuple(admitted), frozenset(donation.gave))
+    for d in donation.gave:  # the donors that gave a worker (the others' copies hold their placement unchanged)
+        placement[d] = donation.donor_placement[d]
+    return Admitted(_after(cl, reclaimed.placement, placement, [*admitted, *donation.gave]), tuple(admitted),
+                    frozenset(donation.gave))
+
+
+def _after(cl: Cluster, before: tuple, placement: list, changed: list[int]) -> tuple:
+    """``placement`` as the step's result, with its GPUs per server (:func:`used_gpus`, kept for the later steps)
+    computed from those of ``before`` and the ``changed`` jobs alone: O(changed), not O(jobs)."""
+    after = tuple(placement)
+    used = used_gpus(cl, before).copy()
+    gpw = cl.gpw
+    for j in changed:
+        g = int(gpw[j])
+        for p, sign in ((before[j], -1), (after[j], 1)):
+            if p:
+                for s, n in p.items():
+                    used[s] += sign * n * g
+    remember_used(cl, after, used)
+    return after
 
 
 def times_at_min(cl: Cluster, jobs: list[int]) -> np.ndarray:

@@ -43,7 +43,8 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     jobs = tuple(j for j, pl in enumerate(adm.placement) if pl)
     admitted = set(adm.admitted)
     cur = {j: 0 if j in admitted else sum(adm.placement[j].values()) for j in jobs}  # type: ignore[union-attr]
-    extra_gpus = sum((c - snap.jobs[j].min_workers) * snap.jobs[j].gpus_per_worker for j, c in cur.items() if c)
+    min_w, gpw = cl.min_w.tolist(), cl.gpw.tolist()
+    extra_gpus = sum((c - min_w[j]) * gpw[j] for j, c in cur.items() if c)
     usable = usable_servers(cl, rec, state.borrowed)
     capacity = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum()) + extra_gpus
     opts = job_options(state, jobs, cur, capacity)
@@ -291,12 +292,16 @@ def job_options(state: RoundState, jobs: tuple[int, ...], current: dict[int, int
     extra workers to base demand this round: it does not grow back in the same round. Options heavier than the
     whole capacity can never be chosen (a lossless cut of the table's width).
     """
-    snap, rec, adm = state.cluster.snap, state.reclaimed, state.admitted
+    snap_jobs, shrunk, donors = state.cluster.snap.jobs, state.reclaimed.shrunk, state.admitted.donors
+    make = tuple.__new__  # JobOptions(...) without its per-call keyword handling: every field given, in order
     opts = []
     for j in jobs:
-        job, c = snap.jobs[j], current[j]
-        untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
-        top = c if j in adm.donors else min(job.max_workers, job.min_workers + capacity // job.gpus_per_worker)
-        opts.append(JobOptions(job.throughput, job.min_workers, top, job.remaining_work,
-                               job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0))
+        job, c = snap_jobs[j], current[j]
+        lo, g = job.min_workers, job.gpus_per_worker
+        if j in donors:
+            top, penalty = c, 0.0
+        else:
+            top = min(job.max_workers, lo + capacity // g)
+            penalty = job.restart_penalty if c > 0 and j not in shrunk else 0.0
+        opts.append(make(JobOptions, (job.throughput, lo, top, job.remaining_work, g, c, penalty, 1, 0)))
     return opts

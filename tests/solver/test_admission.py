@@ -189,6 +189,8 @@ def test_admission_keeps_its_rules_and_matches_the_reference(seed, servers, jobs
 
     usable = usable_servers(cl, rec, borrowed)
     assert (used_gpus(cl, adm.placement) <= cl.gpus).all()
+    # the GPUs per server that admission keeps for the later steps (from the changed jobs) are the full count's
+    assert np.array_equal(used_gpus(cl, adm.placement), used_gpus(cl, list(adm.placement)))
     for j in adm.admitted:
         assert rec.placement[j] is None
         assert sum(adm.placement[j].values()) == cl.min_w[j]
