@@ -72,7 +72,9 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
             capacity.clear()
         else:
             waiting.append(j)
-    if not waiting:
+    if not waiting or _offered(cl, index.free, placement, min_w, gpw) < min(min_w[j] * gpw[j] for j in waiting):
+        # no waiting job's base demand is within the GPUs that donation could offer (Donation.total): it would
+        # admit none (the bound it rejects each one by, without building its state)
         return Admitted(_after(cl, reclaimed.placement, placement, admitted), tuple(admitted), frozenset())
     donation = Donation(gpw, min_w, [pl is not None for pl in cl.placement], index.free, tier.tolist(),
                         placement, len(ADMIT_TIERS))
@@ -88,6 +90,18 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
         placement[d] = donation.donor_placement[d]
     return Admitted(_after(cl, reclaimed.placement, placement, [*admitted, *donation.gave]), tuple(admitted),
                     frozenset(donation.gave))
+
+
+def _offered(cl: Cluster, free: list[int], placement: list, min_w: list[int], gpw: list[int]) -> int:
+    """:attr:`Donation.total <lyra_solver.heuristics.donation.Donation>`: the free GPUs of the usable servers
+    (``free`` is 0 elsewhere) plus the extra workers' GPUs of the jobs that ran before the round. O(S + J)."""
+    total = sum(free)
+    for pl, before, lo, g in zip(placement, cl.placement, min_w, gpw, strict=True):
+        if pl and before is not None:
+            extra = sum(pl.values()) - lo
+            if extra > 0:
+                total += extra * g
+    return total
 
 
 def _after(cl: Cluster, before: tuple, placement: list, changed: list[int]) -> tuple:
