@@ -444,6 +444,19 @@ def select_items(weights, values, i, k, bw, bv, alpha, lag_ub, thr):  # pragma: 
     cv = np.empty(mm, dtype=np.float64)
     ci = np.empty(mm, dtype=np.int64)
     chp = np.empty(mm, dtype=np.int64)
+    cand = np.empty(mm, dtype=np.int64)
+    dw = np.empty(mm, dtype=np.int64)
+    dv = np.empty(mm, dtype=np.float64)
+    n_sel = _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, cv, ci, chp, cand, dw, dv)
+    return cand[:n_sel].copy(), dw[:n_sel].copy(), dv[:n_sel].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, cv, ci, chp, cand, dw,
+                 dv):  # pragma: no cover - compiled
+    """``select_items`` into the caller's buffers (scratch ``order, cw, cv, ci, chp`` and the outputs ``cand, dw,
+    dv``, each of at least ``max(k, 1)`` entries: the compiled search allocates them once); returns how many
+    items were selected (the first entries of the outputs)."""
     c, _, _ = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
     lp_at = np.searchsorted(cw[:c], bw)
     lag_lp = cv[lp_at] - alpha * float(cw[lp_at])
@@ -455,15 +468,12 @@ def select_items(weights, values, i, k, bw, bv, alpha, lag_ub, thr):  # pragma: 
     if n_sel == 0:
         chp[0] = lp_at
         n_sel = 1
-    cand = np.empty(n_sel, dtype=np.int64)
-    dw = np.empty(n_sel, dtype=np.int64)
-    dv = np.empty(n_sel, dtype=np.float64)
     for t in range(n_sel):
         j = chp[t]
         cand[t] = ci[j]
         dw[t] = cw[j] - bw
         dv[t] = cv[j] - bv
-    return cand, dw, dv
+    return n_sel
 
 
 @numba.njit(cache=True, nogil=True)
@@ -859,6 +869,50 @@ def _lift(thr, mod_g, mod_r):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _kth_smallest(key, K):  # pragma: no cover - compiled
+    """``np.partition(key, K - 1)[K - 1]`` (``1 <= K <= len(key)``): the ``K``-th smallest key, by a max-heap of
+    the ``K`` smallest keys seen so far (one comparison for most keys once it is full: O(n + K log K) on the
+    core's orders, where ``np.partition`` copied and partitioned the whole array). Keys with NaN take
+    ``np.partition`` (which sorts NaN last)."""
+    n = key.shape[0]
+    heap = np.empty(K, dtype=np.float64)
+    size = 0
+    for t in range(n):
+        x = key[t]
+        if x != x:
+            return np.partition(key, K - 1)[K - 1]
+        if size < K:
+            # sift up
+            c = size
+            size += 1
+            while c > 0:
+                p = (c - 1) >> 1
+                if heap[p] < x:
+                    heap[c] = heap[p]
+                    c = p
+                else:
+                    break
+            heap[c] = x
+        elif x < heap[0]:
+            # replace the largest and sift down
+            c = 0
+            while True:
+                a = 2 * c + 1
+                if a >= K:
+                    break
+                b = a + 1
+                if b < K and heap[b] > heap[a]:
+                    a = b
+                if heap[a] > x:
+                    heap[c] = heap[a]
+                    c = a
+                else:
+                    break
+            heap[c] = x
+    return heap[0]
+
+
+@numba.njit(cache=True, nogil=True)
 def _lazy_extend(cls, key, st, prefix):  # pragma: no cover - compiled
     """``core._LazyOrder._extend``: the prefix of the classes by increasing key (ties: lower class first) that
     holds the ``st[1]`` smallest keys and every key tied with the last; ``st = [prefix length, want]``."""
@@ -871,7 +925,7 @@ def _lazy_extend(cls, key, st, prefix):  # pragma: no cover - compiled
             prefix[t] = cls[o[t]]
         st[0] = n
         return
-    thr = np.partition(key, K - 1)[K - 1]
+    thr = _kth_smallest(key, K)
     c = 0
     for t in range(n):
         if key[t] <= thr:
@@ -992,10 +1046,24 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
     hist = 0
     work = 0
     code = -1
-    bW = np.empty(256, dtype=np.int64)  # one step's candidates, reused (grown when a step needs more)
+    # one step's candidates, reused (grown when a step needs more): the states alternate between two buffers (a
+    # step reads one and writes the other), the parents and items are copied to the links at once
+    aW = np.empty(256, dtype=np.int64)
+    aV = np.empty(256, dtype=np.float64)
+    bW = np.empty(256, dtype=np.int64)
     bV = np.empty(256, dtype=np.float64)
     bP = np.empty(256, dtype=np.int64)
     bI = np.empty(256, dtype=np.int64)
+    # the entering class's selection and its scratch, reused
+    mm = max(weights.shape[1], 1)
+    s_order = np.empty(mm, dtype=np.int64)
+    s_cw = np.empty(mm, dtype=np.int64)
+    s_cv = np.empty(mm, dtype=np.float64)
+    s_ci = np.empty(mm, dtype=np.int64)
+    s_hp = np.empty(mm, dtype=np.int64)
+    s_cand = np.empty(mm, dtype=np.int64)
+    s_dw = np.empty(mm, dtype=np.int64)
+    s_dv = np.empty(mm, dtype=np.float64)
     while True:
         S = W.shape[0]
         if S == 0:
@@ -1036,7 +1104,11 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
                 break
         if budget >= 0 and work > budget:
             return -1, pos, False, stats
-        cand, dw, dv = select_items(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag)
+        n_sel = _select_into(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag, s_order,
+                             s_cw, s_cv, s_ci, s_hp, s_cand, s_dw, s_dv)
+        cand = s_cand[:n_sel]
+        dw = s_dw[:n_sel]
+        dv = s_dv[:n_sel]
         member[i] = True
         order[n_order] = i
         n_order += 1
@@ -1067,16 +1139,20 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
                 n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
             if 16 * S + bytes_per_cand * n_cand > max_bytes:
                 return -1, pos, False, stats
-        if S * k > bW.shape[0]:
+        if S * k > bP.shape[0]:
+            size = max(S * k, 2 * bP.shape[0])
+            bP = np.empty(size, dtype=np.int64)
+            bI = np.empty(size, dtype=np.int64)
+        if S * k > bW.shape[0]:  # the buffer that W does not use (the one of the step before)
             size = max(S * k, 2 * bW.shape[0])
             bW = np.empty(size, dtype=np.int64)
             bV = np.empty(size, dtype=np.float64)
-            bP = np.empty(size, dtype=np.int64)
-            bI = np.empty(size, dtype=np.int64)
         m, best_v, best_p, best_j = _step_into(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
                                                mod_g, mod_r, bW, bV, bP, bI)
-        nW = bW[:m].copy()
-        nV = bV[:m].copy()
+        nW = bW[:m]
+        nV = bV[:m]
+        bW, aW = aW, bW  # the next step writes into the other buffer
+        bV, aV = aV, bV
         par = bP
         itm = bI
         if best_p >= 0 and best_v > z:
@@ -1120,8 +1196,8 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
 def front_checks(weights, values, sizes):  # pragma: no cover - compiled
     """The front door's scans in one pass (twin of ``MCKPProblem.min_weight`` and the scans of
     ``mckp._check_numbers``): the sum of the lightest items' weights, each class's largest ``|value|`` (with
-    0.0 for its padding, NaN when it holds one) and the sum of the heaviest items' weights (with 0 for padding),
-    both int64 sums wrapping as numpy's do."""
+    0.0 for its padding, NaN when it holds one), the sum of the heaviest items' weights (with 0 for padding),
+    both int64 sums wrapping as numpy's do, and the float sum of the largest ``|value|`` (numpy's, ``np_sum``)."""
     n, m = weights.shape
     top = np.empty(n, dtype=np.float64)
     light = 0
@@ -1148,7 +1224,7 @@ def front_checks(weights, values, sizes):  # pragma: no cover - compiled
         top[i] = t
         light += lo
         heavy += hi
-    return light, top, heavy
+    return light, top, heavy, np_sum(top)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1323,3 +1399,192 @@ def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
         regret = np.empty(0, dtype=np.float64)
     return (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc,
             lp_pos, weight, hv_at, base_w, base_v, lam_up, lam_dn, regret)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairwise_block(a, lo, n):  # pragma: no cover - compiled
+    """numpy's ``pairwise_sum`` of ``a[lo:lo + n]`` for ``n <= 128``: a plain sum below 8 terms, else eight
+    accumulators added as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`` and the rest after them."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0 = a[lo]
+    r1 = a[lo + 1]
+    r2 = a[lo + 2]
+    r3 = a[lo + 3]
+    r4 = a[lo + 4]
+    r5 = a[lo + 5]
+    r6 = a[lo + 6]
+    r7 = a[lo + 7]
+    i = 8
+    end = n - n % 8
+    while i < end:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairwise(a):  # pragma: no cover - compiled
+    """numpy's pairwise summation of a 1-D float64 array (its ``pairwise_sum``: blocks of at most 128 terms by
+    ``_pairwise_block``, longer runs halved at a multiple of 8 and the halves' sums added), so the same rounding.
+    The halving runs on an explicit stack: a cached numba function that calls itself crashes when it is loaded
+    from the disk cache in a later process."""
+    n = a.shape[0]
+    if n <= 128:
+        return _pairwise_block(a, 0, n)
+    f_lo = np.empty(64, dtype=np.int64)  # frames: a run and how many of its halves are summed (depth < 64)
+    f_n = np.empty(64, dtype=np.int64)
+    f_st = np.empty(64, dtype=np.int64)
+    vals = np.empty(65, dtype=np.float64)
+    top = 0
+    nv = 0
+    f_lo[0] = 0
+    f_n[0] = n
+    f_st[0] = 0
+    top = 1
+    while top > 0:
+        lo = f_lo[top - 1]
+        m = f_n[top - 1]
+        if m <= 128:
+            vals[nv] = _pairwise_block(a, lo, m)
+            nv += 1
+            top -= 1
+            continue
+        m2 = m // 2
+        m2 -= m2 % 8
+        st = f_st[top - 1]
+        if st == 0:
+            f_st[top - 1] = 1
+            f_lo[top] = lo
+            f_n[top] = m2
+            f_st[top] = 0
+            top += 1
+        elif st == 1:
+            f_st[top - 1] = 2
+            f_lo[top] = lo + m2
+            f_n[top] = m - m2
+            f_st[top] = 0
+            top += 1
+        else:
+            vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
+            nv -= 1
+            top -= 1
+    return vals[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def np_sum(a):  # pragma: no cover - compiled
+    """``float(a.sum())`` of a 1-D float64 array, bit for bit as numpy sums it (its reduction starts from the
+    identity 0.0 and adds the pairwise sum of the whole array), so that a compiled phase can set the same
+    tolerance and compare the same values as the numpy lines it replaces."""
+    return 0.0 + _pairwise(a)
+
+
+@numba.njit(cache=True, nogil=True)
+def _value_of(values, pos):  # pragma: no cover - compiled
+    """``float(values[np.arange(n), pos].sum())``: the chosen values in class order, summed as numpy does."""
+    n = pos.shape[0]
+    got = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        got[i] = values[i, pos[i]]
+    return np_sum(got)
+
+
+#: Codes of ``solve_compiled`` beyond those of ``search`` (0 fathomed, 1 bound, 2 congruence, 3 exhausted).
+SOLVED_LP_INTEGRAL = 4
+SOLVED_LP_BOUND = 5
+
+
+@numba.njit(cache=True, nogil=True)
+def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_margin, fill_rounds, max_bytes,
+                   link_share, tail_min, tail_growth, bytes_per_cand, item_bytes):  # pragma: no cover - compiled
+    """``core._search`` without limits, from the prepare phase to the choice, in one call: ``prepare_lp``, the
+    tolerance and congruence of ``core._prepare`` (numpy's float sums by ``np_sum``: the same doubles), the
+    greedy start (``greedy_fill``), the root test and ``search``; the same choice and counters as the calls from
+    Python, without their boxing and Python lines (a 100 x 10 solve spent most of its time there). Returns
+    ``(code, pos, bound, objective, stats)``: ``code`` as ``search``'s, or ``SOLVED_LP_INTEGRAL`` (``bound`` the LP's),
+    ``SOLVED_LP_BOUND``, or -1 where the Python path must answer (an infeasible LP, a congruence whose sums
+    leave int64, or a search handed back); ``objective`` the choice's value (numpy's sum, by ``np_sum``);
+    ``stats`` = classes, states, max_states, candidates, free_start, numba."""
+    n = sizes.shape[0]
+    stats = np.zeros(6, dtype=np.int64)
+    stats[2] = 1
+    (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc, lp_pos,
+     weight, hv_at, base_w, base_v, lam_up, lam_dn, regret) = prepare_lp(weights, values, sizes, capacity)
+    if not feasible:
+        return -1, lp_pos, 0.0, 0.0, stats
+    value = np_sum(hv_at)
+    if b_cls < 0:
+        stats[4] = capacity - weight
+        return SOLVED_LP_INTEGRAL, lp_pos, value, _value_of(values, lp_pos), stats
+    s = start[b_cls] + b_step
+    dw_b = hw[s + 1] - hw[s]
+    gain = hv[s + 1] - hv[s]
+    fraction = float(room - used) / float(dw_b)
+    alpha = gain / float(dw_b)
+    bound = value + fraction * gain
+    # core._prepare's tolerance and congruence
+    absv = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        absv[i] = abs(base_v[i])
+    absum = np_sum(absv)
+    tol = rel_tol * max(1.0, abs(bound), absum)
+    if tol < 0.5 and vmax * n < 2.0**50 and integral:
+        scale = max(1.0, abs(bound), absum, vmax * n)
+        margin = max(int_margin, 64.0 * (np.nextafter(scale, np.inf) - scale))
+        tol = 1.0 - margin if margin < 0.5 else 0.5
+    mod_g = 1
+    mod_r = 0
+    if tol > 0.5 and np.isfinite(alpha) and alpha >= 0.0:
+        if alpha >= 2.0**50:
+            return -1, lp_pos, 0.0, 0.0, stats
+        mu = np.int64(np.floor(alpha))
+        g, acc = congruence_gcd(weights, values, sizes, mu)
+        if g > 1:
+            if mu > 0 and capacity > (2**62) // mu:
+                return -1, lp_pos, 0.0, 0.0, stats
+            mod_g = g
+            mod_r = (mu * capacity + acc) % g
+    # phase 2: the start solution
+    inc_v = value
+    inc_pos = lp_pos
+    stats[4] = capacity - weight
+    if use_greedy:
+        pos, room2 = greedy_fill(weights, values, sizes, srt, lp_pos, capacity - weight, fill_rounds)
+        gv = _value_of(values, pos)
+        if gv > inc_v:
+            inc_v = gv
+            inc_pos = pos
+            stats[4] = room2
+    w0 = 0
+    for i in range(n):
+        w0 += base_w[i]
+    v0 = np_sum(base_v)
+    root_lag = v0 + alpha * float(capacity - w0)
+    if bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r):
+        return SOLVED_LP_BOUND, inc_pos, 0.0, _value_of(values, inc_pos), stats
+    code, pos, has_state, st = search(weights, values, sizes, capacity, base_w, base_v, w0, v0, lp_pos, b_cls, alpha,
+                                      tol, mod_g, mod_r, inc_v, lam_up, lam_dn, regret, hw, hv, start, lv, max_bytes,
+                                      link_share, tail_min, tail_growth, bytes_per_cand, item_bytes, -1.0)
+    if code < 0:
+        return -1, lp_pos, 0.0, 0.0, stats
+    for q in range(4):
+        stats[q] = st[q]
+    stats[5] = 1
+    if not has_state:
+        pos = inc_pos.copy()
+    return code, pos, 0.0, _value_of(values, pos), stats

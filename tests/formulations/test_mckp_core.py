@@ -633,3 +633,72 @@ def test_compiled_search_handed_back_under_a_time_limit_gives_the_same_answer(mo
     assert codes == [-1]
     assert limited.status is Status.OPTIMAL
     assert (limited.choice, limited.stats, limited.backend_status) == (free.choice, free.stats, free.backend_status)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300), max_size=400),
+       st.integers(0, 2))
+def test_compiled_sum_is_numpys_sum_bit_for_bit(xs, reps):
+    """``np_sum``: numpy's pairwise float sum, the same double (sign of zero included), so that the one-call solve
+    sets the same tolerance and compares the same values as the numpy lines of ``core._prepare``."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    a = np.array(xs * (1 + 40 * reps), dtype=np.float64)  # lengths past 128 and several halvings
+    want, got = float(a.sum()), kernels().np_sum(a)
+    assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want)
+
+
+def test_compiled_sum_long_arrays():
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 7, 8, 9, 127, 128, 129, 255, 256, 1000, 8191, 8192, 8193, 70_001, 300_000):
+        for a in (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 16, n), rng.random(n), np.full(n, -0.0)):
+            want, got = float(a.sum()), kernels().np_sum(a)
+            assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want), n
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.0, -3.5, 1e300, np.inf, -np.inf]), min_size=1, max_size=50),
+       st.lists(st.floats(allow_nan=True), max_size=300), st.data())
+def test_kth_smallest_equals_partition(ties, others, data):
+    """The lazy orders' threshold: ``np.partition(key, K - 1)[K - 1]`` (NaN keys included)."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    key = np.array(ties + others, dtype=np.float64)
+    K = data.draw(st.integers(1, key.shape[0]))
+    got, want = kernels()._kth_smallest(key, K), np.partition(key, K - 1)[K - 1]
+    assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+def _solve_instances():
+    from lyra_solver.bench import mckp_instances as gen
+
+    for kind in ("uncorrelated", "weakly", "strongly", "subset_sum"):
+        for s in range(4):
+            yield gen.pisinger(kind, (30, 100, 400)[s % 3], (5, 10)[s % 2], R=(100, 1000)[s % 2], seed=200 + s)
+    for s in range(3):
+        yield gen.cluster(300, 16, seed=300 + s)
+    rng = np.random.default_rng(17)
+    for it in range(60):
+        n, m = int(rng.integers(1, 30)), int(rng.integers(1, 9))
+        w = rng.integers(0, 20, (n, m))
+        v = rng.integers(-3, 40, (n, m)).astype(float) if it % 2 else np.round(rng.random((n, m)) * 9, 2)
+        yield MCKPProblem.from_padded(w, v, rng.integers(1, m + 1, n), int(rng.integers(0, 10 * n + 1)))
+
+
+@pytest.mark.parametrize("use_greedy", [True, False])
+def test_one_call_solve_equals_the_kernel_calls(monkeypatch, use_greedy):
+    """``solve_compiled`` (the prepare and start phases, the root test and the search in one kernel call) answers
+    as the same kernels called one by one from Python do: status, objective, bound, choice, backend status and
+    counters."""
+    from lyra_solver.formulations.mckp import core
+
+    fused = []
+    for p in _solve_instances():
+        fused.append(solve_core(p, use_numba=True, use_greedy=use_greedy))
+    monkeypatch.setattr(core, "_solve_compiled", lambda *a: None)
+    for p, got in zip(_solve_instances(), fused, strict=True):
+        want = solve_core(p, use_numba=True, use_greedy=use_greedy)
+        assert (got.status, got.objective, got.bound, got.choice, got.backend_status, dict(got.stats)) == \
+            (want.status, want.objective, want.bound, want.choice, want.backend_status, dict(want.stats))
