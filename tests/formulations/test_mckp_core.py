@@ -702,3 +702,38 @@ def test_one_call_solve_equals_the_kernel_calls(monkeypatch, use_greedy):
         want = solve_core(p, use_numba=True, use_greedy=use_greedy)
         assert (got.status, got.objective, got.bound, got.choice, got.backend_status, dict(got.stats)) == \
             (want.status, want.objective, want.bound, want.choice, want.backend_status, dict(want.stats))
+
+
+def test_step_kernel_equals_numpy_on_many_small_steps():
+    """The step kernel (pairwise merges of the items' candidate lists into a Pareto front) against the numpy
+    definition on many small random steps: ties of weight and value between items, states below and above the
+    capacity, with and without the tail and a congruence, integral and fractional values."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    nb = kernels()
+    rng = np.random.default_rng(3)
+    for t in range(1500):
+        W = np.unique(rng.integers(0, 200, int(rng.integers(0, 60)))).astype(np.int64)
+        pool = np.arange(-50, 400) if t % 2 else np.round(rng.random(600) * 300, 1)
+        V = np.unique(rng.choice(pool, W.shape[0], replace=False)).astype(float)
+        W = W[: V.shape[0]]
+        dw = np.unique(rng.integers(-40, 40, int(rng.integers(0, 9)))).astype(np.int64)
+        k = dw.shape[0]
+        dv = ((dw * rng.uniform(0.5, 2.0) + rng.integers(-10, 10, k)).astype(float) if t % 3
+              else np.round(rng.random(k) * 50 - 10))
+        alpha = float(rng.uniform(0.3, 2.5))
+        if t % 4 == 0:
+            xu = np.concatenate([[0.0], np.cumsum(rng.integers(1, 30, 6)).astype(float)])
+            yu = np.concatenate([[0.0], np.cumsum(np.sort(rng.random(6) * 40)[::-1])])
+            xd = np.concatenate([[0.0], np.cumsum(rng.integers(1, 30, 6)).astype(float)])
+            yd = np.concatenate([[0.0], np.cumsum(np.sort(rng.random(6) * 60))])
+        else:
+            xu = yu = xd = yd = np.zeros(0)
+        mod = (1, 0) if t % 5 else (int(rng.integers(2, 5)), int(rng.integers(0, 2)))
+        args = (W, V, dw, dv, int(rng.integers(50, 250)), float(rng.integers(-50, 300)),
+                0.999999 if t % 2 else 1e-9, alpha, alpha * rng.uniform(0.3, 1), alpha * rng.uniform(1, 2),
+                float(rng.integers(0, 20)), xu, yu, xd, yd, *mod)
+        got, ref = nb.step(*args), step_numpy(*args)
+        for x, y in zip(got[:4], ref[:4], strict=True):
+            assert np.array_equal(np.asarray(x), np.asarray(y)), t
+        assert got[4:] == ref[4:], t
