@@ -674,6 +674,47 @@ def fit_prefix(key, weight, room):  # pragma: no cover - compiled
             break
     return taken, brk, used
 
+#: Passes of ``fit_prefix_short`` (one per element taken) before it hands over to ``fit_prefix``.
+SHORT_PREFIX_PASSES = 4
+
+
+@numba.njit(cache=True, nogil=True)
+def fit_prefix_short(key, weight, room, buf):  # pragma: no cover - compiled
+    """``fit_prefix(key, weight, room)`` (the same ``taken``, ``brk`` and ``used``), found by one pass per element
+    of the prefix when the prefix is short: each pass finds the next element of the scan (the largest key below
+    the last one taken, ties by lower index) and takes it if it fits. The greedy start's rounds take one or two
+    offers out of thousands (the largest offers fill the room), where ``fit_prefix``'s bucket rounds cost about
+    10 ns per offer. After ``SHORT_PREFIX_PASSES`` elements that fit, or with a key that is not finite, it returns
+    ``fit_prefix``'s answer. ``buf``: at least ``len(key)`` booleans, the returned ``taken`` is a view of it."""
+    N = key.shape[0]
+    for t in range(N):
+        if not (key[t] > -np.inf and key[t] < np.inf):
+            return fit_prefix(key, weight, room)
+    taken = buf[:N]
+    taken[:] = False
+    used = 0
+    last_k = np.inf
+    last_i = -1
+    for _ in range(SHORT_PREFIX_PASSES + 1):
+        # the next element of the scan: the largest key after (last_k, last_i) in (key desc, index asc) order
+        bi = -1
+        bk = -np.inf
+        for t in range(N):
+            x = key[t]
+            if (x < last_k or (x == last_k and t > last_i)) and (bi < 0 or x > bk):
+                bi = t
+                bk = x
+        if bi < 0:  # everything taken
+            return taken, -1, used
+        if used + weight[bi] > room:
+            return taken, bi, used
+        taken[bi] = True
+        used += weight[bi]
+        last_k = bk
+        last_i = bi
+    return fit_prefix(key, weight, room)
+
+
 @numba.njit(cache=True, nogil=True)
 def lp_levels(hw, hv, start, room):  # pragma: no cover - compiled
     """The LP by slopes over the flat hulls (twin of ``_lp._lp_levels_numpy``): levels, slopes above /
@@ -763,6 +804,7 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
     # then lighter, then lower index: an order that does not depend on the room) stays the best of a subset
     # that holds it; only a class that moved, or whose offer no longer fits, is scanned again
     fresh = np.ones(n, dtype=np.bool_)
+    taken_buf = np.empty(n, dtype=np.bool_)
     for i in range(n):
         best_pos[i] = pos[i]
     for _ in range(rounds):
@@ -790,15 +832,17 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
                         bp = j
                     j += 1
             else:
+                # branch-free (random weights mispredict the tests about half the time): the same offer
+                bw = cw
                 for j in range(sizes[i]):
-                    d = weights[i, j] - cw
-                    if d > 0 and d <= room:
-                        g = values[i, j] - cv
-                        if g > bg or (bp != p and g == bg and (weights[i, j] < weights[i, bp]
-                                                               or (weights[i, j] == weights[i, bp]
-                                                                   and j < bp))):
-                            bg = g
-                            bp = j
+                    wj = weights[i, j]
+                    d = wj - cw
+                    g = values[i, j] - cv
+                    better = (d > 0) & (d <= room) & ((g > bg) | ((bp != p) & (g == bg)
+                                                                  & ((wj < bw) | ((wj == bw) & (j < bp)))))
+                    bg = g if better else bg
+                    bp = j if better else bp
+                    bw = wj if better else bw
             best_gain[i] = bg
             best_pos[i] = bp
             if bp != p:
@@ -815,7 +859,7 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
             cls[t] = i
             dW[t] = weights[i, best_pos[i]] - weights[i, pos[i]]
             key[t] = best_gain[i] / float(dW[t])
-        taken, _, used = fit_prefix(key, dW, room)
+        taken, _, used = fit_prefix_short(key, dW, room, taken_buf)
         for t in range(n_off):
             if taken[t]:
                 pos[cls[t]] = best_pos[cls[t]]

@@ -737,3 +737,22 @@ def test_step_kernel_equals_numpy_on_many_small_steps():
         for x, y in zip(got[:4], ref[:4], strict=True):
             assert np.array_equal(np.asarray(x), np.asarray(y)), t
         assert got[4:] == ref[4:], t
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, 1.0, 1.0, 2.5, 3.0, 1e-300, 7.0]), min_size=0, max_size=40),
+       st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6), max_size=200),
+       st.data())
+def test_short_prefix_equals_fit_prefix(ties, others, data):
+    """The greedy start's ``fit_prefix_short`` (one pass per element of a short prefix) gives ``fit_prefix``'s
+    taken elements, break element and weight used, for short and long prefixes and tied keys."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    nb = kernels()
+    key = np.array(ties + others, dtype=np.float64)
+    weight = np.array(data.draw(st.lists(st.integers(1, 50), min_size=key.shape[0], max_size=key.shape[0])),
+                      dtype=np.int64)
+    room = data.draw(st.integers(0, int(weight.sum()) + 5))
+    taken, brk, used = nb.fit_prefix_short(key, weight, room, np.empty(key.shape[0] + 3, dtype=np.bool_))
+    want = nb.fit_prefix(key, weight, room)
+    assert np.array_equal(taken, want[0]) and (brk, used) == (want[1], want[2])
