@@ -133,7 +133,7 @@ def default_use_numba(problem: MCKPProblem) -> bool:
     or the problem has at least :data:`NUMBA_MIN_ITEMS` items, or this process has spent
     :data:`lyra_solver.formulations.mckp._numba.LOAD_AFTER_S` in numpy-path solves (:func:`_numba.want`). The
     path changes the time only, never the answer."""
-    return _numba.want(problem.n_items)
+    return _numba.loaded() or _numba.want(problem.n_items)  # (loaded: no need to count the items)
 
 
 @dataclass
