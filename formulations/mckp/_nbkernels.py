@@ -533,8 +533,102 @@ def _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, c
 
 @numba.njit(cache=True, nogil=True)
 def fit_prefix(key, weight, room):  # pragma: no cover - compiled
-    """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that
-    fits ``room``. Weighted selection: rounds that bucket the candidates into 1,024 equal ranges of an
+    """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that fits
+    ``room``, as ``(taken, brk, used)``. Weighted selection on the keys' order-preserving 64-bit images (the IEEE
+    bits, sign-folded, -0.0 as 0.0), computed once: each round buckets the candidates by the top 12 bits of their
+    image's offset in the round's range (a shift, no float arithmetic), takes the buckets above the one where the
+    capacity runs out and keeps that one (in index order) for the next round; the last 64 candidates, or a run of
+    equal keys, are sorted. About 2 to 2.5x faster than the float bucketing of ``_fit_prefix_general`` (the LP of
+    a cluster 1,000 x 32 solve 0.037 -> 0.015 ms), which keys that are not finite still take."""
+    N = key.shape[0]
+    for t in range(N):
+        if not (key[t] > -np.inf and key[t] < np.inf):
+            return _fit_prefix_general(key, weight, room)
+    taken = np.zeros(N, dtype=np.bool_)
+    u = np.empty(N, dtype=np.uint64)
+    umin = np.uint64(0xFFFFFFFFFFFFFFFF)
+    umax = np.uint64(0)
+    for t in range(N):
+        x = key[t]
+        if x == 0.0:
+            x = 0.0
+        b = np.float64(x).view(np.int64)
+        v = np.uint64(b) ^ np.uint64(0x8000000000000000) if b >= 0 else ~np.uint64(b)
+        u[t] = v
+        if v < umin:
+            umin = v
+        if v > umax:
+            umax = v
+    cand = np.arange(N)
+    bk = np.empty(N, dtype=np.int64)
+    wsum = np.empty(4096, dtype=np.int64)
+    lo = 0
+    hi = N
+    used = 0
+    while hi - lo > 64:
+        if hi < N:  # a later round: the range of the bucket kept
+            umin = np.uint64(0xFFFFFFFFFFFFFFFF)
+            umax = np.uint64(0)
+            for t in range(lo, hi):
+                v = u[cand[t]]
+                if v < umin:
+                    umin = v
+                if v > umax:
+                    umax = v
+        if umin == umax:  # equal keys: sorted (by index) below
+            break
+        span = umax - umin
+        shift = 0
+        while (span >> np.uint64(shift)) >= np.uint64(4096):
+            shift += 1
+        n_b = np.int64(span >> np.uint64(shift)) + 1
+        wsum[:n_b] = 0
+        for t in range(lo, hi):
+            x = cand[t]
+            b = np.int64((u[x] - umin) >> np.uint64(shift))
+            bk[t] = b
+            wsum[b] += weight[x]
+        acc = 0
+        bb = -1
+        for b in range(n_b - 1, -1, -1):
+            if used + acc + wsum[b] > room:
+                bb = b
+                break
+            acc += wsum[b]
+        if bb < 0:  # everything fits
+            for t in range(lo, hi):
+                taken[cand[t]] = True
+            used += acc
+            lo = hi
+            break
+        p = lo
+        for t in range(lo, hi):
+            x = cand[t]
+            if bk[t] > bb:
+                taken[x] = True
+            elif bk[t] == bb:
+                cand[p] = x
+                p += 1
+        used += acc
+        hi = p
+    rest = cand[lo:hi]  # in index order (the rounds keep the order)
+    order = np.argsort(-key[rest], kind="mergesort")
+    brk = -1
+    for t in range(order.shape[0]):
+        x = rest[order[t]]
+        if used + weight[x] <= room:
+            taken[x] = True
+            used += weight[x]
+        else:
+            brk = x
+            break
+    return taken, brk, used
+
+
+@numba.njit(cache=True, nogil=True)
+def _fit_prefix_general(key, weight, room):  # pragma: no cover - compiled
+    """``fit_prefix`` for keys that are not all finite: the longest prefix of the scan by decreasing key (ties:
+    lower index) that fits ``room``. Weighted selection: rounds that bucket the candidates into 1,024 equal ranges of an
     order-preserving integer image of their keys (the IEEE bits, sign-folded: ranges of binary magnitude, so
     keys spread over many orders of magnitude still spread) and keep the range where the capacity runs
     out; median-of-three pivot rounds when a bucket round keeps more than half of them; the last few
@@ -1467,6 +1561,13 @@ def _tail_filter(cu, wu, vu, cd, wd, vd, mask):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
+    """``_prepare_lp`` with the regrets (``with_regret``: the regrets at the break gradient are computed too,
+    else left empty for the caller to compute when it needs them)."""
+    return _prepare_lp(weights, values, sizes, capacity, True)
+
+
+@numba.njit(cache=True, nogil=True)
+def _prepare_lp(weights, values, sizes, capacity, with_regret):  # pragma: no cover - compiled
     """``prepare_hulls`` and the LP by slopes over the hulls (``lp_levels``) in one call, with what the core reads
     of the LP's integral part (``_lp.lp_flat`` and ``core._prepare``): the LP items (raw indices), their weight
     sum, their hull values (for the caller's numpy sum), their weights and values in the problem, and the
@@ -1498,7 +1599,7 @@ def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
         lam_up[i] = up[i] if np.isfinite(up[i]) else -np.inf
         lam_dn[i] = down[i] if np.isfinite(down[i]) else np.inf
     # the regrets at the break gradient when there is a search (alpha as the caller computes it: the same doubles)
-    if feasible and b_cls >= 0:
+    if feasible and b_cls >= 0 and with_regret:
         s = start[b_cls] + b_step
         alpha = (hv[s + 1] - hv[s]) / float(hw[s + 1] - hw[s])
         regret = regrets(weights, values, sizes, lp_pos, alpha)
@@ -1631,7 +1732,7 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
     stats = np.zeros(6, dtype=np.int64)
     stats[2] = 1
     (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc, lp_pos,
-     weight, hv_at, base_w, base_v, lam_up, lam_dn, regret) = prepare_lp(weights, values, sizes, capacity)
+     weight, hv_at, base_w, base_v, lam_up, lam_dn, regret) = _prepare_lp(weights, values, sizes, capacity, False)
     if not feasible:
         return -1, lp_pos, 0.0, 0.0, stats
     value = np_sum(hv_at)
@@ -1684,6 +1785,7 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
     root_lag = v0 + alpha * float(capacity - w0)
     if bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r):
         return SOLVED_LP_BOUND, inc_pos, 0.0, _value_of(values, inc_pos), stats
+    regret = regrets(weights, values, sizes, lp_pos, alpha)  # (for the search only: after the root test)
     code, pos, has_state, st = search(weights, values, sizes, capacity, base_w, base_v, w0, v0, lp_pos, b_cls, alpha,
                                       tol, mod_g, mod_r, inc_v, lam_up, lam_dn, regret, hw, hv, start, lv, max_bytes,
                                       link_share, tail_min, tail_growth, bytes_per_cand, item_bytes, -1.0)

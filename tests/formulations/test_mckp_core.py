@@ -756,3 +756,25 @@ def test_short_prefix_equals_fit_prefix(ties, others, data):
     taken, brk, used = nb.fit_prefix_short(key, weight, room, np.empty(key.shape[0] + 3, dtype=np.bool_))
     want = nb.fit_prefix(key, weight, room)
     assert np.array_equal(taken, want[0]) and (brk, used) == (want[1], want[2])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_both_compiled_selections_equal_numpy(seed):
+    """``fit_prefix``'s two compiled selections (bit buckets for finite keys, the float bucketing and pivot rounds
+    for the others) each give numpy's prefix on finite keys with ties, signed zeros and several magnitudes."""
+    from lyra_solver.formulations.mckp._lp import fit_prefix
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    nb = kernels()
+    rng = np.random.default_rng(70 + seed)
+    n = int(rng.integers(1, 30000))
+    key = np.exp(rng.uniform(-20, 20, n)) * rng.choice([-1.0, 1.0], n, p=[0.2, 0.8])
+    key[rng.integers(0, n, n // 8 + 1)] = -0.0
+    key[rng.integers(0, n, n // 8 + 1)] = 0.0
+    key[rng.integers(0, n, n // 5 + 1)] = 3.5
+    weight = rng.integers(1, 40, n).astype(np.int64)
+    total = int(weight.sum())
+    for room in (0, 1, total // 5, total // 2, total - 1, total):
+        want = fit_prefix(key, weight, room)
+        for got in (nb.fit_prefix(key, weight, room), nb._fit_prefix_general(key, weight, room)):
+            assert np.array_equal(want[0], got[0]) and (int(got[1]), int(got[2])) == (want[1], want[2])
