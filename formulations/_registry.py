@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -84,7 +85,9 @@ def resolve(package: str, registry: Registry, method: str, options: Mapping[str,
     entry = registry[aliases.get(method, method)]
     module, name = entry[0], entry[1]
     fixed: dict[str, Any] = entry[2] if len(entry) > 2 else {}  # type: ignore[misc]
-    function = getattr(importlib.import_module(module if "." in module else f"{package}.{module}"), name)
+    path = module if "." in module else f"{package}.{module}"
+    loaded = sys.modules.get(path)  # what import_module would return, without its import machinery (a warm call)
+    function = getattr(loaded if loaded is not None else importlib.import_module(path), name)
     accepted, timed = _parameters_of(function, tuple(fixed))
     if options:
         unknown = sorted(set(options) - set(accepted))

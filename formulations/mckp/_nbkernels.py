@@ -25,26 +25,42 @@ def count(W, V, dw, dv, cap, thr, alpha):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r):  # pragma: no cover
-    """One core step (the definition is ``core.step_numpy``): ``_step_into`` on fresh buffers of ``S k`` entries
+    """One core step (the definition is ``core.step_numpy``): ``_step_merge`` on fresh buffers of ``S k`` entries
     (never initialised: only the pages of the kept states are touched), the kept states copied out."""
     size = max(W.shape[0] * dw.shape[0], 1)
     oW = np.empty(size, dtype=np.int64)
     oV = np.empty(size, dtype=np.float64)
     oP = np.empty(size, dtype=np.int64)
     oI = np.empty(size, dtype=np.int64)
-    cnt, best_v, best_p, best_j = _step_into(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd,
-                                             yd, mod_g, mod_r, oW, oV, oP, oI)
+    yW = np.empty(size, dtype=np.int64)
+    yV = np.empty(size, dtype=np.float64)
+    yP = np.empty(size, dtype=np.int64)
+    yI = np.empty(size, dtype=np.int64)
+    cnt, best_v, best_p, best_j = _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd,
+                                              yd, mod_g, mod_r, oW, oV, oP, oI, yW, yV, yP, yI)
     return oW[:cnt].copy(), oV[:cnt].copy(), oP[:cnt].copy(), oI[:cnt].copy(), best_v, best_p, best_j
 
 
 @numba.njit(cache=True, nogil=True)
-def _step_into(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r, oW, oV, oP,
-               oI):  # pragma: no cover - compiled
-    """``step`` into the caller's buffers (at least ``S k`` entries each); returns ``(count, best_v, best_p,
-    best_j)``."""
+def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r, oW, oV, oP,
+                oI, yW, yV, yP, yI):  # pragma: no cover - compiled
+    """``step`` into the caller's buffers (``oW, oV, oP, oI``, at least ``S k`` entries each); returns ``(count,
+    best_v, best_p, best_j)``. The incumbent first (per item, the heaviest state that fits has the largest value);
+    then the Pareto front of the considered candidates (``core.step_numpy``'s Lagrangian pre-test), built one item
+    at a time, ``F_j = front(F_{j-1} + C_j)`` with ``C_j`` item ``j``'s considered candidates; then the bound keeps
+    those above ``thr``.
+
+    Why ``core.step_numpy``'s arrays: a candidate of its output is one that no considered candidate *beats*
+    (less weight and at least the value; or the same weight and more value, or the same value and a lower item) and
+    whose bound exceeds ``thr``; a beaten candidate's bound is at most its beater's (the bound grows with the value
+    and falls with the weight). "Beats" is a strict order, so the unbeaten candidates of a union are the unbeaten
+    ones of one part's unbeaten candidates and the other part: the front can be built list by list. A merge takes
+    the two lists by weight (on equal weights the larger value, on equal values the earlier list: the lower item)
+    and keeps what rises above the running largest value. Work ``sum_j (|F_{j-1}| + |C_j|)``, one comparison
+    per element (a k-way merge, the kernel before, compared ``k`` list heads per candidate: about 10% slower on
+    the weakly 10,000 x 10 searches). ``yW, yV, yP, yI``: scratch of at least ``S k`` entries, as the outputs."""
     S = W.shape[0]
     k = dw.shape[0]
-    # 1. incumbent: per item, the heaviest state that fits has the largest value (values increase)
     best_v = z
     best_w = 0
     best_p = -1
@@ -60,52 +76,92 @@ def _step_into(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu,
                 best_p = h
                 best_j = j
     thr = best_v + tol
-    # the Lagrangian pre-test's threshold lifted to the congruence class (core.lift_threshold)
     thr_lag = thr
     if mod_g > 1:
         thr_lag = thr + float((mod_r - np.int64(np.ceil(thr))) % mod_g)
-    # 2. Lagrangian pre-test and list heads
     lagS = np.empty(S, dtype=np.float64)
     for h in range(S):
         lagS[h] = V[h] + alpha * float(cap - W[h])
-    loss = np.empty(k, dtype=np.float64)
-    for j in range(k):
-        loss[j] = alpha * float(dw[j]) - dv[j]
-    heads = np.empty(k, dtype=np.int64)
-    for j in range(k):
+    # the front of the first j lists, in the buffers that make the last merge land in the output
+    nf = 0
+    swap = (k - 1) % 2 == 1
+    if swap:
+        fW, fV, fP, fI, gW, gV, gP, gI = yW, yV, yP, yI, oW, oV, oP, oI
+    else:
+        fW, fV, fP, fI, gW, gV, gP, gI = oW, oV, oP, oI, yW, yV, yP, yI
+    if k > 0:
+        loss = alpha * float(dw[0]) - dv[0]
+        d_w = dw[0]
+        d_v = dv[0]
+        run_max = -np.inf
+        for h in range(S):
+            if lagS[h] - loss > thr_lag and V[h] + d_v > run_max:  # (values increase: the second test holds)
+                run_max = V[h] + d_v
+                fW[nf] = W[h] + d_w
+                fV[nf] = V[h] + d_v
+                fP[nf] = h
+                fI[nf] = 0
+                nf += 1
+    for j in range(1, k):
+        loss = alpha * float(dw[j]) - dv[j]
+        d_w = dw[j]
+        d_v = dv[j]
         h = 0
-        while h < S and not (lagS[h] - loss[j] > thr_lag):
+        while h < S and not (lagS[h] - loss > thr_lag):
             h += 1
-        heads[j] = h
+        p = 0
+        ng = 0
+        run_max = -np.inf
+        while p < nf or h < S:
+            if h >= S:
+                w = fW[p]
+                v = fV[p]
+                ph = fP[p]
+                pj = fI[p]
+                p += 1
+            else:
+                cw = W[h] + d_w
+                if p < nf and fW[p] <= cw:
+                    w = fW[p]
+                    v = fV[p]
+                    ph = fP[p]
+                    pj = fI[p]
+                    p += 1
+                    if w == cw:  # equal weights: the larger value, on a tie the front's (lower item)
+                        cv = V[h] + d_v
+                        if cv > v:
+                            v = cv
+                            ph = h
+                            pj = j
+                        h += 1
+                        while h < S and not (lagS[h] - loss > thr_lag):
+                            h += 1
+                else:
+                    w = cw
+                    v = V[h] + d_v
+                    ph = h
+                    pj = j
+                    h += 1
+                    while h < S and not (lagS[h] - loss > thr_lag):
+                        h += 1
+            if v > run_max:
+                run_max = v
+                gW[ng] = w
+                gV[ng] = v
+                gP[ng] = ph
+                gI[ng] = pj
+                ng += 1
+        nf = ng
+        fW, fV, fP, fI, gW, gV, gP, gI = gW, gV, gP, gI, fW, fV, fP, fI
+    # the front is in the output buffers: keep the candidates whose bound exceeds thr (in place, by weight)
     has_tail = xu.shape[0] > 0
     nu = xu.shape[0]
     pu = nu - 1
     pd = 0
-    run_max = -np.inf
     cnt = 0
-    # 3. merge by (weight, item): fathom and drop dominated candidates
-    while True:
-        jb = -1
-        wb = 0
-        for j in range(k):
-            h = heads[j]
-            if h < S:
-                w = W[h] + dw[j]
-                if jb < 0 or w < wb:
-                    jb = j
-                    wb = w
-        if jb < 0:
-            break
-        h = heads[jb]
-        nxt = h + 1
-        while nxt < S and not (lagS[nxt] - loss[jb] > thr_lag):
-            nxt += 1
-        heads[jb] = nxt
-        v = V[h] + dv[jb]
-        w = wb
-        if not (v > run_max):
-            continue
-        run_max = v
+    for q in range(nf):
+        w = oW[q]
+        v = oV[q]
         r = float(cap - w)
         ub = v + lam_up * r if r >= 0.0 else v + lam_dn * r
         b2 = v + alpha * r - r_next
@@ -113,7 +169,7 @@ def _step_into(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu,
             ub = b2
         if has_tail:
             if r >= 0.0:
-                if pu == nu - 1 and xu[pu] > r:  # the first state that fits: the largest breakpoint <= r
+                if pu == nu - 1 and xu[pu] > r:
                     pu = np.searchsorted(xu, r, side="right") - 1
                 while xu[pu] > r:
                     pu -= 1
@@ -132,14 +188,13 @@ def _step_into(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu,
             if b3 < ub:
                 ub = b3
         if ub > thr:
-            if cnt > 0 and oW[cnt - 1] == w:
-                cnt -= 1
             oW[cnt] = w
             oV[cnt] = v
-            oP[cnt] = h
-            oI[cnt] = jb
+            oP[cnt] = oP[q]
+            oI[cnt] = oI[q]
             cnt += 1
     return cnt, best_v, best_p, best_j
+
 
 @numba.njit(cache=True, nogil=True)
 def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # pragma: no cover - compiled
@@ -444,6 +499,19 @@ def select_items(weights, values, i, k, bw, bv, alpha, lag_ub, thr):  # pragma: 
     cv = np.empty(mm, dtype=np.float64)
     ci = np.empty(mm, dtype=np.int64)
     chp = np.empty(mm, dtype=np.int64)
+    cand = np.empty(mm, dtype=np.int64)
+    dw = np.empty(mm, dtype=np.int64)
+    dv = np.empty(mm, dtype=np.float64)
+    n_sel = _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, cv, ci, chp, cand, dw, dv)
+    return cand[:n_sel].copy(), dw[:n_sel].copy(), dv[:n_sel].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, cv, ci, chp, cand, dw,
+                 dv):  # pragma: no cover - compiled
+    """``select_items`` into the caller's buffers (scratch ``order, cw, cv, ci, chp`` and the outputs ``cand, dw,
+    dv``, each of at least ``max(k, 1)`` entries: the compiled search allocates them once); returns how many
+    items were selected (the first entries of the outputs)."""
     c, _, _ = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
     lp_at = np.searchsorted(cw[:c], bw)
     lag_lp = cv[lp_at] - alpha * float(cw[lp_at])
@@ -455,21 +523,112 @@ def select_items(weights, values, i, k, bw, bv, alpha, lag_ub, thr):  # pragma: 
     if n_sel == 0:
         chp[0] = lp_at
         n_sel = 1
-    cand = np.empty(n_sel, dtype=np.int64)
-    dw = np.empty(n_sel, dtype=np.int64)
-    dv = np.empty(n_sel, dtype=np.float64)
     for t in range(n_sel):
         j = chp[t]
         cand[t] = ci[j]
         dw[t] = cw[j] - bw
         dv[t] = cv[j] - bv
-    return cand, dw, dv
+    return n_sel
 
 
 @numba.njit(cache=True, nogil=True)
 def fit_prefix(key, weight, room):  # pragma: no cover - compiled
-    """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that
-    fits ``room``. Weighted selection: rounds that bucket the candidates into 1,024 equal ranges of an
+    """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that fits
+    ``room``, as ``(taken, brk, used)``. Weighted selection on the keys' order-preserving 64-bit images (the IEEE
+    bits, sign-folded, -0.0 as 0.0), computed once: each round buckets the candidates by the top 12 bits of their
+    image's offset in the round's range (a shift, no float arithmetic), takes the buckets above the one where the
+    capacity runs out and keeps that one (in index order) for the next round; the last 64 candidates, or a run of
+    equal keys, are sorted. About 2 to 2.5x faster than the float bucketing of ``_fit_prefix_general`` (the LP of
+    a cluster 1,000 x 32 solve 0.037 -> 0.015 ms), which keys that are not finite still take."""
+    N = key.shape[0]
+    for t in range(N):
+        if not (key[t] > -np.inf and key[t] < np.inf):
+            return _fit_prefix_general(key, weight, room)
+    taken = np.zeros(N, dtype=np.bool_)
+    u = np.empty(N, dtype=np.uint64)
+    umin = np.uint64(0xFFFFFFFFFFFFFFFF)
+    umax = np.uint64(0)
+    for t in range(N):
+        x = key[t]
+        if x == 0.0:
+            x = 0.0
+        b = np.float64(x).view(np.int64)
+        v = np.uint64(b) ^ np.uint64(0x8000000000000000) if b >= 0 else ~np.uint64(b)
+        u[t] = v
+        if v < umin:
+            umin = v
+        if v > umax:
+            umax = v
+    cand = np.arange(N)
+    bk = np.empty(N, dtype=np.int64)
+    wsum = np.empty(4096, dtype=np.int64)
+    lo = 0
+    hi = N
+    used = 0
+    while hi - lo > 64:
+        if hi < N:  # a later round: the range of the bucket kept
+            umin = np.uint64(0xFFFFFFFFFFFFFFFF)
+            umax = np.uint64(0)
+            for t in range(lo, hi):
+                v = u[cand[t]]
+                if v < umin:
+                    umin = v
+                if v > umax:
+                    umax = v
+        if umin == umax:  # equal keys: sorted (by index) below
+            break
+        span = umax - umin
+        shift = 0
+        while (span >> np.uint64(shift)) >= np.uint64(4096):
+            shift += 1
+        n_b = np.int64(span >> np.uint64(shift)) + 1
+        wsum[:n_b] = 0
+        for t in range(lo, hi):
+            x = cand[t]
+            b = np.int64((u[x] - umin) >> np.uint64(shift))
+            bk[t] = b
+            wsum[b] += weight[x]
+        acc = 0
+        bb = -1
+        for b in range(n_b - 1, -1, -1):
+            if used + acc + wsum[b] > room:
+                bb = b
+                break
+            acc += wsum[b]
+        if bb < 0:  # everything fits
+            for t in range(lo, hi):
+                taken[cand[t]] = True
+            used += acc
+            lo = hi
+            break
+        p = lo
+        for t in range(lo, hi):
+            x = cand[t]
+            if bk[t] > bb:
+                taken[x] = True
+            elif bk[t] == bb:
+                cand[p] = x
+                p += 1
+        used += acc
+        hi = p
+    rest = cand[lo:hi]  # in index order (the rounds keep the order)
+    order = np.argsort(-key[rest], kind="mergesort")
+    brk = -1
+    for t in range(order.shape[0]):
+        x = rest[order[t]]
+        if used + weight[x] <= room:
+            taken[x] = True
+            used += weight[x]
+        else:
+            brk = x
+            break
+    return taken, brk, used
+
+
+@numba.njit(cache=True, nogil=True)
+def _fit_prefix_general(key, weight, room):  # pragma: no cover - compiled
+    """``fit_prefix`` for keys that are not all finite: the longest prefix of the scan by decreasing key (ties:
+    lower index) that fits ``room``. Weighted selection: rounds that bucket the candidates into 1,024 equal ranges of an
     order-preserving integer image of their keys (the IEEE bits, sign-folded: ranges of binary magnitude, so
     keys spread over many orders of magnitude still spread) and keep the range where the capacity runs
     out; median-of-three pivot rounds when a bucket round keeps more than half of them; the last few
@@ -609,6 +768,47 @@ def fit_prefix(key, weight, room):  # pragma: no cover - compiled
             break
     return taken, brk, used
 
+#: Passes of ``fit_prefix_short`` (one per element taken) before it hands over to ``fit_prefix``.
+SHORT_PREFIX_PASSES = 4
+
+
+@numba.njit(cache=True, nogil=True)
+def fit_prefix_short(key, weight, room, buf):  # pragma: no cover - compiled
+    """``fit_prefix(key, weight, room)`` (the same ``taken``, ``brk`` and ``used``), found by one pass per element
+    of the prefix when the prefix is short: each pass finds the next element of the scan (the largest key below
+    the last one taken, ties by lower index) and takes it if it fits. The greedy start's rounds take one or two
+    offers out of thousands (the largest offers fill the room), where ``fit_prefix``'s bucket rounds cost about
+    10 ns per offer. After ``SHORT_PREFIX_PASSES`` elements that fit, or with a key that is not finite, it returns
+    ``fit_prefix``'s answer. ``buf``: at least ``len(key)`` booleans, the returned ``taken`` is a view of it."""
+    N = key.shape[0]
+    for t in range(N):
+        if not (key[t] > -np.inf and key[t] < np.inf):
+            return fit_prefix(key, weight, room)
+    taken = buf[:N]
+    taken[:] = False
+    used = 0
+    last_k = np.inf
+    last_i = -1
+    for _ in range(SHORT_PREFIX_PASSES + 1):
+        # the next element of the scan: the largest key after (last_k, last_i) in (key desc, index asc) order
+        bi = -1
+        bk = -np.inf
+        for t in range(N):
+            x = key[t]
+            if (x < last_k or (x == last_k and t > last_i)) and (bi < 0 or x > bk):
+                bi = t
+                bk = x
+        if bi < 0:  # everything taken
+            return taken, -1, used
+        if used + weight[bi] > room:
+            return taken, bi, used
+        taken[bi] = True
+        used += weight[bi]
+        last_k = bk
+        last_i = bi
+    return fit_prefix(key, weight, room)
+
+
 @numba.njit(cache=True, nogil=True)
 def lp_levels(hw, hv, start, room):  # pragma: no cover - compiled
     """The LP by slopes over the flat hulls (twin of ``_lp._lp_levels_numpy``): levels, slopes above /
@@ -698,6 +898,7 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
     # then lighter, then lower index: an order that does not depend on the room) stays the best of a subset
     # that holds it; only a class that moved, or whose offer no longer fits, is scanned again
     fresh = np.ones(n, dtype=np.bool_)
+    taken_buf = np.empty(n, dtype=np.bool_)
     for i in range(n):
         best_pos[i] = pos[i]
     for _ in range(rounds):
@@ -725,15 +926,17 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
                         bp = j
                     j += 1
             else:
+                # branch-free (random weights mispredict the tests about half the time): the same offer
+                bw = cw
                 for j in range(sizes[i]):
-                    d = weights[i, j] - cw
-                    if d > 0 and d <= room:
-                        g = values[i, j] - cv
-                        if g > bg or (bp != p and g == bg and (weights[i, j] < weights[i, bp]
-                                                               or (weights[i, j] == weights[i, bp]
-                                                                   and j < bp))):
-                            bg = g
-                            bp = j
+                    wj = weights[i, j]
+                    d = wj - cw
+                    g = values[i, j] - cv
+                    better = (d > 0) & (d <= room) & ((g > bg) | ((bp != p) & (g == bg)
+                                                                  & ((wj < bw) | ((wj == bw) & (j < bp)))))
+                    bg = g if better else bg
+                    bp = j if better else bp
+                    bw = wj if better else bw
             best_gain[i] = bg
             best_pos[i] = bp
             if bp != p:
@@ -750,7 +953,7 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
             cls[t] = i
             dW[t] = weights[i, best_pos[i]] - weights[i, pos[i]]
             key[t] = best_gain[i] / float(dW[t])
-        taken, _, used = fit_prefix(key, dW, room)
+        taken, _, used = fit_prefix_short(key, dW, room, taken_buf)
         for t in range(n_off):
             if taken[t]:
                 pos[cls[t]] = best_pos[cls[t]]
@@ -930,6 +1133,50 @@ def _lift(thr, mod_g, mod_r):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _kth_smallest(key, K):  # pragma: no cover - compiled
+    """``np.partition(key, K - 1)[K - 1]`` (``1 <= K <= len(key)``): the ``K``-th smallest key, by a max-heap of
+    the ``K`` smallest keys seen so far (one comparison for most keys once it is full: O(n + K log K) on the
+    core's orders, where ``np.partition`` copied and partitioned the whole array). Keys with NaN take
+    ``np.partition`` (which sorts NaN last)."""
+    n = key.shape[0]
+    heap = np.empty(K, dtype=np.float64)
+    size = 0
+    for t in range(n):
+        x = key[t]
+        if x != x:
+            return np.partition(key, K - 1)[K - 1]
+        if size < K:
+            # sift up
+            c = size
+            size += 1
+            while c > 0:
+                p = (c - 1) >> 1
+                if heap[p] < x:
+                    heap[c] = heap[p]
+                    c = p
+                else:
+                    break
+            heap[c] = x
+        elif x < heap[0]:
+            # replace the largest and sift down
+            c = 0
+            while True:
+                a = 2 * c + 1
+                if a >= K:
+                    break
+                b = a + 1
+                if b < K and heap[b] > heap[a]:
+                    a = b
+                if heap[a] > x:
+                    heap[c] = heap[a]
+                    c = a
+                else:
+                    break
+            heap[c] = x
+    return heap[0]
+
+
+@numba.njit(cache=True, nogil=True)
 def _lazy_extend(cls, key, st, prefix):  # pragma: no cover - compiled
     """``core._LazyOrder._extend``: the prefix of the classes by increasing key (ties: lower class first) that
     holds the ``st[1]`` smallest keys and every key tied with the last; ``st = [prefix length, want]``."""
@@ -942,7 +1189,7 @@ def _lazy_extend(cls, key, st, prefix):  # pragma: no cover - compiled
             prefix[t] = cls[o[t]]
         st[0] = n
         return
-    thr = np.partition(key, K - 1)[K - 1]
+    thr = _kth_smallest(key, K)
     c = 0
     for t in range(n):
         if key[t] <= thr:
@@ -1063,10 +1310,28 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
     hist = 0
     work = 0
     code = -1
-    bW = np.empty(256, dtype=np.int64)  # one step's candidates, reused (grown when a step needs more)
+    # one step's candidates, reused (grown when a step needs more): the states alternate between two buffers (a
+    # step reads one and writes the other), the parents and items are copied to the links at once
+    aW = np.empty(256, dtype=np.int64)
+    aV = np.empty(256, dtype=np.float64)
+    bW = np.empty(256, dtype=np.int64)
     bV = np.empty(256, dtype=np.float64)
     bP = np.empty(256, dtype=np.int64)
     bI = np.empty(256, dtype=np.int64)
+    yW = np.empty(256, dtype=np.int64)  # the pairwise merges' scratch
+    yV = np.empty(256, dtype=np.float64)
+    yP = np.empty(256, dtype=np.int64)
+    yI = np.empty(256, dtype=np.int64)
+    # the entering class's selection and its scratch, reused
+    mm = max(weights.shape[1], 1)
+    s_order = np.empty(mm, dtype=np.int64)
+    s_cw = np.empty(mm, dtype=np.int64)
+    s_cv = np.empty(mm, dtype=np.float64)
+    s_ci = np.empty(mm, dtype=np.int64)
+    s_hp = np.empty(mm, dtype=np.int64)
+    s_cand = np.empty(mm, dtype=np.int64)
+    s_dw = np.empty(mm, dtype=np.int64)
+    s_dv = np.empty(mm, dtype=np.float64)
     while True:
         S = W.shape[0]
         if S == 0:
@@ -1107,7 +1372,11 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
                 break
         if budget >= 0 and work > budget:
             return -1, pos, False, stats
-        cand, dw, dv = select_items(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag)
+        n_sel = _select_into(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag, s_order,
+                             s_cw, s_cv, s_ci, s_hp, s_cand, s_dw, s_dv)
+        cand = s_cand[:n_sel]
+        dw = s_dw[:n_sel]
+        dv = s_dv[:n_sel]
         member[i] = True
         order[n_order] = i
         n_order += 1
@@ -1138,16 +1407,24 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
                 n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
             if 16 * S + bytes_per_cand * n_cand > max_bytes:
                 return -1, pos, False, stats
-        if S * k > bW.shape[0]:
+        if S * k > bP.shape[0]:
+            size = max(S * k, 2 * bP.shape[0])
+            bP = np.empty(size, dtype=np.int64)
+            bI = np.empty(size, dtype=np.int64)
+            yW = np.empty(size, dtype=np.int64)
+            yV = np.empty(size, dtype=np.float64)
+            yP = np.empty(size, dtype=np.int64)
+            yI = np.empty(size, dtype=np.int64)
+        if S * k > bW.shape[0]:  # the buffer that W does not use (the one of the step before)
             size = max(S * k, 2 * bW.shape[0])
             bW = np.empty(size, dtype=np.int64)
             bV = np.empty(size, dtype=np.float64)
-            bP = np.empty(size, dtype=np.int64)
-            bI = np.empty(size, dtype=np.int64)
-        m, best_v, best_p, best_j = _step_into(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
-                                               mod_g, mod_r, bW, bV, bP, bI)
-        nW = bW[:m].copy()
-        nV = bV[:m].copy()
+        m, best_v, best_p, best_j = _step_merge(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
+                                                mod_g, mod_r, bW, bV, bP, bI, yW, yV, yP, yI)
+        nW = bW[:m]
+        nV = bV[:m]
+        bW, aW = aW, bW  # the next step writes into the other buffer
+        bV, aV = aV, bV
         par = bP
         itm = bI
         if best_p >= 0 and best_v > z:
@@ -1191,8 +1468,8 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
 def front_checks(weights, values, sizes):  # pragma: no cover - compiled
     """The front door's scans in one pass (twin of ``MCKPProblem.min_weight`` and the scans of
     ``mckp._check_numbers``): the sum of the lightest items' weights, each class's largest ``|value|`` (with
-    0.0 for its padding, NaN when it holds one) and the sum of the heaviest items' weights (with 0 for padding),
-    both int64 sums wrapping as numpy's do."""
+    0.0 for its padding, NaN when it holds one), the sum of the heaviest items' weights (with 0 for padding),
+    both int64 sums wrapping as numpy's do, and the float sum of the largest ``|value|`` (numpy's, ``np_sum``)."""
     n, m = weights.shape
     top = np.empty(n, dtype=np.float64)
     light = 0
@@ -1219,7 +1496,7 @@ def front_checks(weights, values, sizes):  # pragma: no cover - compiled
         top[i] = t
         light += lo
         heavy += hi
-    return light, top, heavy
+    return light, top, heavy, np_sum(top)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1355,6 +1632,13 @@ def _tail_filter(cu, wu, vu, cd, wd, vd, mask):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
+    """``_prepare_lp`` with the regrets (``with_regret``: the regrets at the break gradient are computed too,
+    else left empty for the caller to compute when it needs them)."""
+    return _prepare_lp(weights, values, sizes, capacity, True)
+
+
+@numba.njit(cache=True, nogil=True)
+def _prepare_lp(weights, values, sizes, capacity, with_regret):  # pragma: no cover - compiled
     """``prepare_hulls`` and the LP by slopes over the hulls (``lp_levels``) in one call, with what the core reads
     of the LP's integral part (``_lp.lp_flat`` and ``core._prepare``): the LP items (raw indices), their weight
     sum, their hull values (for the caller's numpy sum), their weights and values in the problem, and the
@@ -1386,7 +1670,7 @@ def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
         lam_up[i] = up[i] if np.isfinite(up[i]) else -np.inf
         lam_dn[i] = down[i] if np.isfinite(down[i]) else np.inf
     # the regrets at the break gradient when there is a search (alpha as the caller computes it: the same doubles)
-    if feasible and b_cls >= 0:
+    if feasible and b_cls >= 0 and with_regret:
         s = start[b_cls] + b_step
         alpha = (hv[s + 1] - hv[s]) / float(hw[s + 1] - hw[s])
         regret = regrets(weights, values, sizes, lp_pos, alpha)
@@ -1394,3 +1678,193 @@ def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
         regret = np.empty(0, dtype=np.float64)
     return (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc,
             lp_pos, weight, hv_at, base_w, base_v, lam_up, lam_dn, regret)
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairwise_block(a, lo, n):  # pragma: no cover - compiled
+    """numpy's ``pairwise_sum`` of ``a[lo:lo + n]`` for ``n <= 128``: a plain sum below 8 terms, else eight
+    accumulators added as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`` and the rest after them."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0 = a[lo]
+    r1 = a[lo + 1]
+    r2 = a[lo + 2]
+    r3 = a[lo + 3]
+    r4 = a[lo + 4]
+    r5 = a[lo + 5]
+    r6 = a[lo + 6]
+    r7 = a[lo + 7]
+    i = 8
+    end = n - n % 8
+    while i < end:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(cache=True, nogil=True)
+def _pairwise(a):  # pragma: no cover - compiled
+    """numpy's pairwise summation of a 1-D float64 array (its ``pairwise_sum``: blocks of at most 128 terms by
+    ``_pairwise_block``, longer runs halved at a multiple of 8 and the halves' sums added), so the same rounding.
+    The halving runs on an explicit stack: a cached numba function that calls itself crashes when it is loaded
+    from the disk cache in a later process."""
+    n = a.shape[0]
+    if n <= 128:
+        return _pairwise_block(a, 0, n)
+    f_lo = np.empty(64, dtype=np.int64)  # frames: a run and how many of its halves are summed (depth < 64)
+    f_n = np.empty(64, dtype=np.int64)
+    f_st = np.empty(64, dtype=np.int64)
+    vals = np.empty(65, dtype=np.float64)
+    top = 0
+    nv = 0
+    f_lo[0] = 0
+    f_n[0] = n
+    f_st[0] = 0
+    top = 1
+    while top > 0:
+        lo = f_lo[top - 1]
+        m = f_n[top - 1]
+        if m <= 128:
+            vals[nv] = _pairwise_block(a, lo, m)
+            nv += 1
+            top -= 1
+            continue
+        m2 = m // 2
+        m2 -= m2 % 8
+        st = f_st[top - 1]
+        if st == 0:
+            f_st[top - 1] = 1
+            f_lo[top] = lo
+            f_n[top] = m2
+            f_st[top] = 0
+            top += 1
+        elif st == 1:
+            f_st[top - 1] = 2
+            f_lo[top] = lo + m2
+            f_n[top] = m - m2
+            f_st[top] = 0
+            top += 1
+        else:
+            vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
+            nv -= 1
+            top -= 1
+    return vals[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def np_sum(a):  # pragma: no cover - compiled
+    """``float(a.sum())`` of a 1-D float64 array, bit for bit as numpy sums it (its reduction starts from the
+    identity 0.0 and adds the pairwise sum of the whole array), so that a compiled phase can set the same
+    tolerance and compare the same values as the numpy lines it replaces."""
+    return 0.0 + _pairwise(a)
+
+
+@numba.njit(cache=True, nogil=True)
+def _value_of(values, pos):  # pragma: no cover - compiled
+    """``float(values[np.arange(n), pos].sum())``: the chosen values in class order, summed as numpy does."""
+    n = pos.shape[0]
+    got = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        got[i] = values[i, pos[i]]
+    return np_sum(got)
+
+
+#: Codes of ``solve_compiled`` beyond those of ``search`` (0 fathomed, 1 bound, 2 congruence, 3 exhausted).
+SOLVED_LP_INTEGRAL = 4
+SOLVED_LP_BOUND = 5
+
+
+@numba.njit(cache=True, nogil=True)
+def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_margin, fill_rounds, max_bytes,
+                   link_share, tail_min, tail_growth, bytes_per_cand, item_bytes):  # pragma: no cover - compiled
+    """``core._search`` without limits, from the prepare phase to the choice, in one call: ``prepare_lp``, the
+    tolerance and congruence of ``core._prepare`` (numpy's float sums by ``np_sum``: the same doubles), the
+    greedy start (``greedy_fill``), the root test and ``search``; the same choice and counters as the calls from
+    Python, without their boxing and Python lines (a 100 x 10 solve spent most of its time there). Returns
+    ``(code, pos, bound, objective, stats)``: ``code`` as ``search``'s, or ``SOLVED_LP_INTEGRAL`` (``bound`` the LP's),
+    ``SOLVED_LP_BOUND``, or -1 where the Python path must answer (an infeasible LP, a congruence whose sums
+    leave int64, or a search handed back); ``objective`` the choice's value (numpy's sum, by ``np_sum``);
+    ``stats`` = classes, states, max_states, candidates, free_start, numba."""
+    n = sizes.shape[0]
+    stats = np.zeros(6, dtype=np.int64)
+    stats[2] = 1
+    (feasible, start, items, hw, hv, srt, vmax, integral, room, lv, up, down, b_cls, b_step, used, max_inc, lp_pos,
+     weight, hv_at, base_w, base_v, lam_up, lam_dn, regret) = _prepare_lp(weights, values, sizes, capacity, False)
+    if not feasible:
+        return -1, lp_pos, 0.0, 0.0, stats
+    value = np_sum(hv_at)
+    if b_cls < 0:
+        stats[4] = capacity - weight
+        return SOLVED_LP_INTEGRAL, lp_pos, value, _value_of(values, lp_pos), stats
+    s = start[b_cls] + b_step
+    dw_b = hw[s + 1] - hw[s]
+    gain = hv[s + 1] - hv[s]
+    fraction = float(room - used) / float(dw_b)
+    alpha = gain / float(dw_b)
+    bound = value + fraction * gain
+    # core._prepare's tolerance and congruence
+    absv = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        absv[i] = abs(base_v[i])
+    absum = np_sum(absv)
+    tol = rel_tol * max(1.0, abs(bound), absum)
+    if tol < 0.5 and vmax * n < 2.0**50 and integral:
+        scale = max(1.0, abs(bound), absum, vmax * n)
+        margin = max(int_margin, 64.0 * (np.nextafter(scale, np.inf) - scale))
+        tol = 1.0 - margin if margin < 0.5 else 0.5
+    mod_g = 1
+    mod_r = 0
+    if tol > 0.5 and np.isfinite(alpha) and alpha >= 0.0:
+        if alpha >= 2.0**50:
+            return -1, lp_pos, 0.0, 0.0, stats
+        mu = np.int64(np.floor(alpha))
+        g, acc = congruence_gcd(weights, values, sizes, mu)
+        if g > 1:
+            if mu > 0 and capacity > (2**62) // mu:
+                return -1, lp_pos, 0.0, 0.0, stats
+            mod_g = g
+            mod_r = (mu * capacity + acc) % g
+    # phase 2: the start solution
+    inc_v = value
+    inc_pos = lp_pos
+    stats[4] = capacity - weight
+    if use_greedy:
+        pos, room2 = greedy_fill(weights, values, sizes, srt, lp_pos, capacity - weight, fill_rounds)
+        gv = _value_of(values, pos)
+        if gv > inc_v:
+            inc_v = gv
+            inc_pos = pos
+            stats[4] = room2
+    w0 = 0
+    for i in range(n):
+        w0 += base_w[i]
+    v0 = np_sum(base_v)
+    root_lag = v0 + alpha * float(capacity - w0)
+    if bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r):
+        return SOLVED_LP_BOUND, inc_pos, 0.0, _value_of(values, inc_pos), stats
+    regret = regrets(weights, values, sizes, lp_pos, alpha)  # (for the search only: after the root test)
+    code, pos, has_state, st = search(weights, values, sizes, capacity, base_w, base_v, w0, v0, lp_pos, b_cls, alpha,
+                                      tol, mod_g, mod_r, inc_v, lam_up, lam_dn, regret, hw, hv, start, lv, max_bytes,
+                                      link_share, tail_min, tail_growth, bytes_per_cand, item_bytes, -1.0)
+    if code < 0:
+        return -1, lp_pos, 0.0, 0.0, stats
+    for q in range(4):
+        stats[q] = st[q]
+    stats[5] = 1
+    if not has_state:
+        pos = inc_pos.copy()
+    return code, pos, 0.0, _value_of(values, pos), stats

@@ -320,11 +320,13 @@ class MCKPResult(SolveResult):
 
 def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None, bound: float | None, *,
                 proven: bool, start: float, method: str, backend_status: str,
-                stats: Mapping[str, int] | None = None) -> MCKPResult:
+                stats: Mapping[str, int] | None = None, objective: float | None = None) -> MCKPResult:
     """Assemble a result: recompute the objective from the problem, derive status and gap.
 
     ``proven`` marks a choice proven optimal by the method. Without a choice the status is ``no_solution``.
     A choice whose objective meets the bound (to :func:`relative_gap`'s 1e-9) is reported ``optimal``.
+    ``objective``: the choice's value when the caller has it already, summed exactly as here (numpy's sum of
+    the chosen values in class order; the compiled core's ``np_sum``).
     """
     elapsed = time.perf_counter() - start
     if choice is None:
@@ -333,7 +335,10 @@ def make_result(problem: MCKPProblem, choice: Sequence[int] | np.ndarray | None,
     c = np.asarray(choice, dtype=np.int64).reshape(-1)
     ch = tuple(c.tolist())
     # problem.choice_value(ch), from the array (the same sum; converting the tuple back cost more than the sum)
-    obj = float(problem.values[np.arange(problem.n_classes), c].sum()) if problem.n_classes else 0.0
+    if objective is not None:
+        obj = float(objective)
+    else:
+        obj = float(problem.values[np.arange(problem.n_classes), c].sum()) if problem.n_classes else 0.0
     if proven and (bound is None or bound < obj):
         bound = obj
     gap = relative_gap(obj, bound)

@@ -133,7 +133,7 @@ def default_use_numba(problem: MCKPProblem) -> bool:
     or the problem has at least :data:`NUMBA_MIN_ITEMS` items, or this process has spent
     :data:`lyra_solver.formulations.mckp._numba.LOAD_AFTER_S` in numpy-path solves (:func:`_numba.want`). The
     path changes the time only, never the answer."""
-    return _numba.want(problem.n_items)
+    return _numba.loaded() or _numba.want(problem.n_items)  # (loaded: no need to count the items)
 
 
 @dataclass
@@ -787,6 +787,10 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
             max_bytes: int, use_numba: bool, switch: bool) -> MCKPResult:
     """:func:`solve_core` once its path is chosen; ``switch``: take the compiled kernels once the numpy search has
     run :data:`lyra_solver.formulations.mckp._numba.SWITCH_AFTER_S` (the same arrays, so the same answer)."""
+    if use_numba and deadline is None and max_states is None:
+        got = _solve_compiled(problem, start, use_greedy, max_bytes)
+        if got is not None:
+            return got
     n = problem.n_classes
     cap = problem.capacity
     stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "rebuild_states": 0,
@@ -988,6 +992,31 @@ def _search_compiled(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, max_
     # proven: the bound is the choice's value, which make_result computes (as _finish does, once)
     return make_result(problem, pos, None, proven=True, start=start, method="core", backend_status=_SEARCH_ENDS[code],
                        stats=stats)
+
+
+#: ``backend_status`` of the codes of the kernel ``solve_compiled``.
+_SOLVED_ENDS = (*_SEARCH_ENDS, "lp-integral", "lp-bound")
+
+
+def _solve_compiled(problem: MCKPProblem, start: float, use_greedy: bool, max_bytes: int) -> MCKPResult | None:
+    """:func:`_search` without limits by one kernel call (``solve_compiled``: the prepare and start phases, the
+    root test and the compiled search, with numpy's float sums computed bit for bit, so the same answer and
+    counters as the calls from Python); ``None`` when the kernels are not loaded or the kernel leaves the answer
+    to the Python path (an infeasible LP, a congruence beyond int64, a search handed back)."""
+    nb = kernels()
+    if nb is None or problem.n_classes == 0:
+        return None
+    item_bytes = 2 if problem.weights.shape[1] < 2**15 else 8
+    code, pos, bound, obj, st = nb.solve_compiled(problem.weights, problem.values, problem.sizes, problem.capacity,
+                                             use_greedy, REL_TOL, INT_MARGIN, FILL_ROUNDS, max_bytes, LINK_SHARE,
+                                             TAIL_MIN_CANDIDATES, TAIL_GROWTH, BYTES_PER_CANDIDATE, item_bytes)
+    if code < 0:
+        return None
+    c, s, m, k, free, compiled = st.tolist()
+    stats = {"classes": c, "states": s, "max_states": m, "candidates": k, "free_start": free, "rebuild_states": 0,
+             "numba": compiled}
+    return make_result(problem, pos, bound if code == nb.SOLVED_LP_INTEGRAL else None, proven=True, start=start,
+                       method="core", backend_status=_SOLVED_ENDS[code], stats=stats, objective=obj)
 
 
 def _rebuild(problem: MCKPProblem, prep: _Prepared, records: list[_StepRecord], target: float, last: int,

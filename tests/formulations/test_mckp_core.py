@@ -633,3 +633,148 @@ def test_compiled_search_handed_back_under_a_time_limit_gives_the_same_answer(mo
     assert codes == [-1]
     assert limited.status is Status.OPTIMAL
     assert (limited.choice, limited.stats, limited.backend_status) == (free.choice, free.stats, free.backend_status)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300), max_size=400),
+       st.integers(0, 2))
+def test_compiled_sum_is_numpys_sum_bit_for_bit(xs, reps):
+    """``np_sum``: numpy's pairwise float sum, the same double (sign of zero included), so that the one-call solve
+    sets the same tolerance and compares the same values as the numpy lines of ``core._prepare``."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    a = np.array(xs * (1 + 40 * reps), dtype=np.float64)  # lengths past 128 and several halvings
+    want, got = float(a.sum()), kernels().np_sum(a)
+    assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want)
+
+
+def test_compiled_sum_long_arrays():
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 7, 8, 9, 127, 128, 129, 255, 256, 1000, 8191, 8192, 8193, 70_001, 300_000):
+        for a in (rng.standard_normal(n) * 10.0 ** rng.integers(-8, 16, n), rng.random(n), np.full(n, -0.0)):
+            want, got = float(a.sum()), kernels().np_sum(a)
+            assert got == want and math.copysign(1.0, got) == math.copysign(1.0, want), n
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.0, -3.5, 1e300, np.inf, -np.inf]), min_size=1, max_size=50),
+       st.lists(st.floats(allow_nan=True), max_size=300), st.data())
+def test_kth_smallest_equals_partition(ties, others, data):
+    """The lazy orders' threshold: ``np.partition(key, K - 1)[K - 1]`` (NaN keys included)."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    key = np.array(ties + others, dtype=np.float64)
+    K = data.draw(st.integers(1, key.shape[0]))
+    got, want = kernels()._kth_smallest(key, K), np.partition(key, K - 1)[K - 1]
+    assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+def _solve_instances():
+    from lyra_solver.bench import mckp_instances as gen
+
+    for kind in ("uncorrelated", "weakly", "strongly", "subset_sum"):
+        for s in range(4):
+            yield gen.pisinger(kind, (30, 100, 400)[s % 3], (5, 10)[s % 2], R=(100, 1000)[s % 2], seed=200 + s)
+    for s in range(3):
+        yield gen.cluster(300, 16, seed=300 + s)
+    rng = np.random.default_rng(17)
+    for it in range(60):
+        n, m = int(rng.integers(1, 30)), int(rng.integers(1, 9))
+        w = rng.integers(0, 20, (n, m))
+        v = rng.integers(-3, 40, (n, m)).astype(float) if it % 2 else np.round(rng.random((n, m)) * 9, 2)
+        yield MCKPProblem.from_padded(w, v, rng.integers(1, m + 1, n), int(rng.integers(0, 10 * n + 1)))
+
+
+@pytest.mark.parametrize("use_greedy", [True, False])
+def test_one_call_solve_equals_the_kernel_calls(monkeypatch, use_greedy):
+    """``solve_compiled`` (the prepare and start phases, the root test and the search in one kernel call) answers
+    as the same kernels called one by one from Python do: status, objective, bound, choice, backend status and
+    counters."""
+    from lyra_solver.formulations.mckp import core
+
+    fused = []
+    for p in _solve_instances():
+        fused.append(solve_core(p, use_numba=True, use_greedy=use_greedy))
+    monkeypatch.setattr(core, "_solve_compiled", lambda *a: None)
+    for p, got in zip(_solve_instances(), fused, strict=True):
+        want = solve_core(p, use_numba=True, use_greedy=use_greedy)
+        assert (got.status, got.objective, got.bound, got.choice, got.backend_status, dict(got.stats)) == \
+            (want.status, want.objective, want.bound, want.choice, want.backend_status, dict(want.stats))
+
+
+def test_step_kernel_equals_numpy_on_many_small_steps():
+    """The step kernel (pairwise merges of the items' candidate lists into a Pareto front) against the numpy
+    definition on many small random steps: ties of weight and value between items, states below and above the
+    capacity, with and without the tail and a congruence, integral and fractional values."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    nb = kernels()
+    rng = np.random.default_rng(3)
+    for t in range(1500):
+        W = np.unique(rng.integers(0, 200, int(rng.integers(0, 60)))).astype(np.int64)
+        pool = np.arange(-50, 400) if t % 2 else np.round(rng.random(600) * 300, 1)
+        V = np.unique(rng.choice(pool, W.shape[0], replace=False)).astype(float)
+        W = W[: V.shape[0]]
+        dw = np.unique(rng.integers(-40, 40, int(rng.integers(0, 9)))).astype(np.int64)
+        k = dw.shape[0]
+        dv = ((dw * rng.uniform(0.5, 2.0) + rng.integers(-10, 10, k)).astype(float) if t % 3
+              else np.round(rng.random(k) * 50 - 10))
+        alpha = float(rng.uniform(0.3, 2.5))
+        if t % 4 == 0:
+            xu = np.concatenate([[0.0], np.cumsum(rng.integers(1, 30, 6)).astype(float)])
+            yu = np.concatenate([[0.0], np.cumsum(np.sort(rng.random(6) * 40)[::-1])])
+            xd = np.concatenate([[0.0], np.cumsum(rng.integers(1, 30, 6)).astype(float)])
+            yd = np.concatenate([[0.0], np.cumsum(np.sort(rng.random(6) * 60))])
+        else:
+            xu = yu = xd = yd = np.zeros(0)
+        mod = (1, 0) if t % 5 else (int(rng.integers(2, 5)), int(rng.integers(0, 2)))
+        args = (W, V, dw, dv, int(rng.integers(50, 250)), float(rng.integers(-50, 300)),
+                0.999999 if t % 2 else 1e-9, alpha, alpha * rng.uniform(0.3, 1), alpha * rng.uniform(1, 2),
+                float(rng.integers(0, 20)), xu, yu, xd, yd, *mod)
+        got, ref = nb.step(*args), step_numpy(*args)
+        for x, y in zip(got[:4], ref[:4], strict=True):
+            assert np.array_equal(np.asarray(x), np.asarray(y)), t
+        assert got[4:] == ref[4:], t
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([0.0, -0.0, 0.5, 1.0, 1.0, 2.5, 3.0, 1e-300, 7.0]), min_size=0, max_size=40),
+       st.lists(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6), max_size=200),
+       st.data())
+def test_short_prefix_equals_fit_prefix(ties, others, data):
+    """The greedy start's ``fit_prefix_short`` (one pass per element of a short prefix) gives ``fit_prefix``'s
+    taken elements, break element and weight used, for short and long prefixes and tied keys."""
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    nb = kernels()
+    key = np.array(ties + others, dtype=np.float64)
+    weight = np.array(data.draw(st.lists(st.integers(1, 50), min_size=key.shape[0], max_size=key.shape[0])),
+                      dtype=np.int64)
+    room = data.draw(st.integers(0, int(weight.sum()) + 5))
+    taken, brk, used = nb.fit_prefix_short(key, weight, room, np.empty(key.shape[0] + 3, dtype=np.bool_))
+    want = nb.fit_prefix(key, weight, room)
+    assert np.array_equal(taken, want[0]) and (brk, used) == (want[1], want[2])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_both_compiled_selections_equal_numpy(seed):
+    """``fit_prefix``'s two compiled selections (bit buckets for finite keys, the float bucketing and pivot rounds
+    for the others) each give numpy's prefix on finite keys with ties, signed zeros and several magnitudes."""
+    from lyra_solver.formulations.mckp._lp import fit_prefix
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    nb = kernels()
+    rng = np.random.default_rng(70 + seed)
+    n = int(rng.integers(1, 30000))
+    key = np.exp(rng.uniform(-20, 20, n)) * rng.choice([-1.0, 1.0], n, p=[0.2, 0.8])
+    key[rng.integers(0, n, n // 8 + 1)] = -0.0
+    key[rng.integers(0, n, n // 8 + 1)] = 0.0
+    key[rng.integers(0, n, n // 5 + 1)] = 3.5
+    weight = rng.integers(1, 40, n).astype(np.int64)
+    total = int(weight.sum())
+    for room in (0, 1, total // 5, total // 2, total - 1, total):
+        want = fit_prefix(key, weight, room)
+        for got in (nb.fit_prefix(key, weight, room), nb._fit_prefix_general(key, weight, room)):
+            assert np.array_equal(want[0], got[0]) and (int(got[1]), int(got[2])) == (want[1], want[2])
