@@ -289,21 +289,21 @@ def _normal(value, kind: int):
 
 
 # --------------------------------------------------------------------------------------- throughput
-class PowerThroughput(_Canonical, tag="power", tag_field="kind"):
+class PowerThroughput(_Canonical, tag="power", tag_field="kind", gc=False):
     """``rate(w) = rate_per_worker * w ** exponent`` with ``0 < exponent <= 1``."""
 
     rate_per_worker: PositiveFloat
     exponent: Annotated[float, Meta(gt=0, le=1)]
 
 
-class TableThroughput(_Canonical, tag="table", tag_field="kind"):
+class TableThroughput(_Canonical, tag="table", tag_field="kind", gc=False):
     """Measured ``rate`` at ``workers`` (strictly increasing), linear in between, covering min..max."""
 
     workers: Annotated[tuple[PositiveInt, ...], Meta(min_length=1)]
     rate: Annotated[tuple[PositiveFloat, ...], Meta(min_length=1)]
 
 
-class ProfileThroughput(_Canonical, tag="profile", tag_field="kind"):
+class ProfileThroughput(_Canonical, tag="profile", tag_field="kind", gc=False):
     """A real model's measured scaling curve (package data derived from the Pollux artifact)."""
 
     model: ProfileModel
@@ -313,7 +313,7 @@ Throughput = PowerThroughput | TableThroughput | ProfileThroughput
 
 
 # --------------------------------------------------------------------------------------- snapshot
-class PackingProfile(_Canonical):
+class PackingProfile(_Canonical, gc=False):
     """How a job behaves when it shares GPUs (Gimbal): utilisation, memory, measured pair slowdowns."""
 
     gpu_util: Annotated[float, Meta(gt=0, le=1)]
@@ -322,7 +322,7 @@ class PackingProfile(_Canonical):
     app: str | None = None  # label for measured pair speeds (options.pair_speed)
 
 
-class Server(_Canonical):
+class Server(_Canonical, gc=False):
     """A server. ``state`` is given for inference servers only: serving, idle or loaned."""
 
     id: ServerId
@@ -332,13 +332,13 @@ class Server(_Canonical):
     gpu_mem_gb: PositiveFloat = 80.0  # memory of each GPU (packing: both jobs' gpu_mem_gb must fit)
 
 
-class Inference(_Canonical):
+class Inference(_Canonical, gc=False):
     """What the inference side asks this round: ``reclaim`` loaned servers back."""
 
     reclaim: NonNegInt = 0
 
 
-class Job(_Canonical):
+class Job(_Canonical, gc=False):
     """A training job; ``placement`` (workers per server) is present iff the job is running.
 
     Defaults: ``gpus_per_worker`` 1, ``submit_time`` 0, penalties 0, ``attained_service`` 0 (GPU-seconds
@@ -360,7 +360,7 @@ class Job(_Canonical):
     deadline: float | None = None
 
 
-class Options(_Canonical):
+class Options(_Canonical, gc=False):
     """Per-round options; command-line flags override them."""
 
     queue: QueueOrder = "sjf"
