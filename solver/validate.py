@@ -15,7 +15,6 @@ read-only dicts), so no change after validation can go unchecked: a changed snap
 """
 from __future__ import annotations
 
-import collections
 import itertools
 import json
 import math
@@ -63,8 +62,8 @@ _raw_encoder = msgspec.json.Encoder(enc_hook=numpy_scalar)
 
 def parse_snapshot(data: bytes) -> Snapshot:
     """Decode and validate a snapshot (format_version 1) from JSON bytes. Raises :class:`InputError`."""
-    snap = decode(data, Snapshot)
-    _check_decoded(snap)
+    snap, columns = _decode(data, Snapshot)
+    _check_decoded(snap, columns)
     _remember(snap)
     return snap
 
@@ -500,6 +499,18 @@ _keys_encoder = msgspec.json.Encoder()
 _ID = operator.attrgetter("id")
 _THROUGHPUT = operator.attrgetter("throughput")
 _PLACEMENT = operator.attrgetter("placement")
+
+
+class _Columns:
+    """Columns of a decoded snapshot's jobs that both quick passes (:func:`_no_repeated_key`,
+    :func:`_decoded_rules_hold`) read, listed once: throughputs, their classes, placements (None if queued)."""
+
+    __slots__ = ("kinds", "placements", "throughputs")
+
+    def __init__(self, jobs) -> None:
+        self.throughputs = list(map(_THROUGHPUT, jobs))
+        self.kinds = list(map(type, self.throughputs))
+        self.placements = list(map(_PLACEMENT, jobs))
 _PACKING = operator.attrgetter("packing")
 _SLOWDOWN = operator.attrgetter("slowdown")
 
@@ -508,7 +519,7 @@ def _count_colons(text: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(text, np.uint8) == 58))
 
 
-def _no_repeated_key(data: bytes, snap: Snapshot) -> bool:
+def _no_repeated_key(data: bytes, snap: Snapshot, columns: _Columns | None = None) -> bool:
     """True when the JSON text ``data``, decoded into ``snap``, repeats no key in any object; False when it may
     (then :func:`check_duplicate_keys` decides and names the key).
 
@@ -530,11 +541,13 @@ def _no_repeated_key(data: bytes, snap: Snapshot) -> bool:
         return False
     extra = _count_colons(data) - _count_colons(_keys_encoder.encode(keys))
     servers, jobs = snap.servers, snap.jobs
+    if columns is None:
+        columns = _Columns(jobs)
     required = _UNLISTED[Snapshot] + len(servers) * _UNLISTED[Server] + len(jobs) * _UNLISTED[Job]
-    for cls, n in collections.Counter(map(type, map(_THROUGHPUT, jobs))).items():
-        required += n * _UNLISTED[cls]
+    for cls in (PowerThroughput, TableThroughput, ProfileThroughput):
+        required += columns.kinds.count(cls) * _UNLISTED[cls]
     packings = list(filter(None, map(_PACKING, jobs)))  # decoded: None or a PackingProfile (a struct is true)
-    placements = list(filter(None, map(_PLACEMENT, jobs)))
+    placements = list(filter(None, columns.placements))
     slowdowns = list(filter(None, map(_SLOWDOWN, packings)))
     pair_speed = snap.options.pair_speed or {}
     required += (len(packings) * _UNLISTED[PackingProfile]
@@ -551,13 +564,19 @@ def _no_repeated_key(data: bytes, snap: Snapshot) -> bool:
 def decode(data: bytes, type_: type[T]) -> T:
     """Decode JSON bytes into ``type_`` (types and bounds checked, repeated keys refused); :class:`InputError`
     with the field path."""
-    if not data.strip():
+    return _decode(data, type_)[0]
+
+
+def _decode(data: bytes, type_: type[T]) -> tuple[T, _Columns | None]:
+    """:func:`decode`, and for a snapshot the job columns that its repeated-key pass listed (for the rules)."""
+    if not data or data.isspace():  # (not data.strip(): a copy of the whole text when it ends with a newline)
         raise InputError("$", "empty input, expected a JSON object")
     try:
         out = msgspec.json.decode(data, type=type_)
-        if not (type_ is Snapshot and _no_repeated_key(data, out)):
+        columns = _Columns(out.jobs) if type_ is Snapshot else None
+        if columns is None or not _no_repeated_key(data, out, columns):
             check_duplicate_keys(data)
-        return out
+        return out, columns
     except msgspec.ValidationError as err:
         check_duplicate_keys(data)  # a repeated key is the first thing to name: its first copy may be the bad one
         raise _from_msgspec(err, data, type_) from None
@@ -721,14 +740,14 @@ _WORKERS = operator.attrgetter("workers")
 _RATE = operator.attrgetter("rate")
 
 
-def _check_decoded(snap: Snapshot) -> None:
+def _check_decoded(snap: Snapshot, columns: _Columns | None = None) -> None:
     """:func:`check_rules` for a snapshot that msgspec decoded from JSON (the same verdict and the same first
     error), with the quick pass :func:`_decoded_rules_hold` in place of :func:`_rules_hold`."""
-    if not _decoded_rules_hold(snap):
+    if not _decoded_rules_hold(snap, columns):
         check_rules(snap)
 
 
-def _decoded_rules_hold(snap: Snapshot) -> bool:
+def _decoded_rules_hold(snap: Snapshot, columns: _Columns | None = None) -> bool:
     """:func:`_rules_hold` for a snapshot that msgspec decoded from JSON: True only when every rule of
     :func:`check_rules` holds.
 
@@ -742,7 +761,8 @@ def _decoded_rules_hold(snap: Snapshot) -> bool:
         index = dict(zip(map(_ID, servers), range(len(servers)), strict=True))
         if len(index) != len(servers):
             return False
-        kinds = set(map(_POOL_STATE, servers))  # a state exactly on inference servers
+        pool_states = list(map(_POOL_STATE, servers))
+        kinds = set(pool_states)  # a state exactly on inference servers
         if any((pool == "inference") == (state is None) for pool, state in kinds):
             return False
         gpus = list(map(_GPUS, servers))
@@ -758,18 +778,19 @@ def _decoded_rules_hold(snap: Snapshot) -> bool:
             return False
         if any(max(map(penalty, jobs)) > MAX_PENALTY for penalty in _PENALTIES):
             return False
-        tps = list(map(_THROUGHPUT, jobs))
-        table = list(map(operator.is_, map(type, tps), itertools.repeat(TableThroughput)))
-        if any(table) and not _tables_hold(list(itertools.compress(tps, table)), itertools.compress(lo, table),
-                                           itertools.compress(hi, table)):
+        if columns is None:
+            columns = _Columns(jobs)
+        table = list(map(operator.is_, columns.kinds, itertools.repeat(TableThroughput)))
+        if any(table) and not _tables_hold(list(itertools.compress(columns.throughputs, table)),
+                                           itertools.compress(lo, table), itertools.compress(hi, table)):
             return False
-        pls = list(map(_PLACEMENT, jobs))
+        pls = columns.placements
         placed = list(map(operator.is_not, pls, itertools.repeat(None)))
         if not any(placed):
             return True
         usable = {("training", None), ("inference", "loaned")}
         if not kinds <= usable:  # a placement on any other server is refused: it has room for none
-            gpus = [g if ps in usable else 0 for g, ps in zip(gpus, map(_POOL_STATE, servers), strict=True)]
+            gpus = list(map(operator.mul, gpus, map(usable.__contains__, pool_states)))
         return _placements_hold(list(itertools.compress(pls, placed)), list(itertools.compress(lo, placed)),
                                 list(itertools.compress(hi, placed)), list(itertools.compress(per, placed)),
                                 index, gpus)
