@@ -781,20 +781,20 @@ def _decoded_rules_hold(snap: Snapshot, columns: _Columns | None = None) -> bool
             return False
         if columns is None:
             columns = _Columns(jobs)
-        table = list(map(operator.is_, columns.kinds, itertools.repeat(TableThroughput)))
-        if any(table) and not _tables_hold(list(itertools.compress(columns.throughputs, table)),
-                                           itertools.compress(lo, table), itertools.compress(hi, table)):
+        rows = range(len(jobs))
+        tables = list(itertools.compress(rows, map(operator.is_, columns.kinds, itertools.repeat(TableThroughput))))
+        if tables and not _tables_hold(list(map(columns.throughputs.__getitem__, tables)),
+                                       map(lo.__getitem__, tables), map(hi.__getitem__, tables)):
             return False
         pls = columns.placements
-        placed = list(map(operator.is_not, pls, itertools.repeat(None)))
-        if not any(placed):
+        placed = list(itertools.compress(rows, map(operator.is_not, pls, itertools.repeat(None))))
+        if not placed:
             return True
         usable = {("training", None), ("inference", "loaned")}
         if not kinds <= usable:  # a placement on any other server is refused: it has room for none
             gpus = list(map(operator.mul, gpus, map(usable.__contains__, pool_states)))
-        return _placements_hold(list(itertools.compress(pls, placed)), list(itertools.compress(lo, placed)),
-                                list(itertools.compress(hi, placed)), list(itertools.compress(per, placed)),
-                                index, gpus)
+        return _placements_hold(list(map(pls.__getitem__, placed)), list(map(lo.__getitem__, placed)),
+                                list(map(hi.__getitem__, placed)), list(map(per.__getitem__, placed)), index, gpus)
     except Exception:  # noqa: BLE001 - anything unusual: the full pass decides and names it
         return False
 
