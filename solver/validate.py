@@ -15,6 +15,8 @@ read-only dicts), so no change after validation can go unchecked: a changed snap
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import json
 import math
@@ -62,10 +64,31 @@ _raw_encoder = msgspec.json.Encoder(enc_hook=numpy_scalar)
 
 def parse_snapshot(data: bytes) -> Snapshot:
     """Decode and validate a snapshot (format_version 1) from JSON bytes. Raises :class:`InputError`."""
-    snap, columns = _decode(data, Snapshot)
-    _check_decoded(snap, columns)
+    with _collector_paused():
+        snap, columns = _decode(data, Snapshot)
+        _check_decoded(snap, columns)
     _remember(snap)
     return snap
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """The cyclic garbage collector off for the duration (if it was on), on again after, whatever happens.
+
+    Decoding a large snapshot allocates tens of thousands of tracked containers (its dicts and tuples), and the
+    collections their count triggers go over them again and again (about a tenth of the parse of 50,000 jobs);
+    parsing makes no reference cycles, so the pause only defers other code's cyclic garbage by the parse's
+    duration. A caller who turned the collector off keeps it off; threads parsing at once leave it on when the
+    first to pause it resumes it (never off for good).
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def validate_snapshot(snapshot: Snapshot | Mapping) -> Snapshot:
@@ -499,20 +522,56 @@ _keys_encoder = msgspec.json.Encoder()
 _ID = operator.attrgetter("id")
 _THROUGHPUT = operator.attrgetter("throughput")
 _PLACEMENT = operator.attrgetter("placement")
-_PACKING = operator.attrgetter("packing")
+_FIRST = operator.itemgetter(0)
 _SLOWDOWN = operator.attrgetter("slowdown")
 
 
 class _Columns:
-    """Columns of a decoded snapshot's jobs that both quick passes (:func:`_no_repeated_key`,
-    :func:`_decoded_rules_hold`) read, listed once: throughputs, their classes, placements (None if queued)."""
+    """What both quick passes (:func:`_no_repeated_key`, :func:`_decoded_rules_hold`) read of a decoded snapshot's
+    jobs, gathered in one loop over them (each job is visited once: passes over 50,000 scattered objects, one per
+    field, cost more in memory traffic than the loop's bytecode).
 
-    __slots__ = ("kinds", "placements", "throughputs")
+    ``ids``: the distinct job ids; ``crossed``: some job has min_workers > max_workers; ``top_per`` and
+    ``top_penalty``: the largest gpus_per_worker and restart or preemption penalty; ``tables``: (throughput,
+    min_workers, max_workers) of the jobs with a table throughput; ``placed``: (placement, min_workers,
+    max_workers, gpus_per_worker) of the running jobs; ``packings``: the packing profiles given; ``powers``: how
+    many power throughputs.
+    """
+
+    __slots__ = ("crossed", "ids", "packings", "placed", "powers", "tables", "top_penalty", "top_per")
 
     def __init__(self, jobs) -> None:
-        self.throughputs = list(map(_THROUGHPUT, jobs))
-        self.kinds = list(map(type, self.throughputs))
-        self.placements = list(map(_PLACEMENT, jobs))
+        ids: set[str] = set()
+        add = ids.add
+        tables: list[tuple] = []
+        placed: list[tuple] = []
+        packings: list = []
+        powers = top_per = 0
+        top_penalty = 0.0
+        crossed = False
+        for job in jobs:
+            add(job.id)
+            lo, hi, per = job.min_workers, job.max_workers, job.gpus_per_worker
+            if lo > hi:
+                crossed = True
+            if per > top_per:
+                top_per = per
+            if job.restart_penalty > top_penalty:
+                top_penalty = job.restart_penalty
+            if job.preemption_penalty > top_penalty:
+                top_penalty = job.preemption_penalty
+            tp = job.throughput
+            kind = type(tp)
+            if kind is TableThroughput:
+                tables.append((tp, lo, hi))
+            elif kind is PowerThroughput:
+                powers += 1
+            if job.placement is not None:
+                placed.append((job.placement, lo, hi, per))
+            if job.packing is not None:
+                packings.append(job.packing)
+        self.ids, self.crossed, self.top_per, self.top_penalty = ids, crossed, top_per, top_penalty
+        self.tables, self.placed, self.packings, self.powers = tables, placed, packings, powers
 
 
 def _count_colons(text: bytes) -> int:
@@ -544,10 +603,11 @@ def _no_repeated_key(data: bytes, snap: Snapshot, columns: _Columns | None = Non
     if columns is None:
         columns = _Columns(jobs)
     required = _UNLISTED[Snapshot] + len(servers) * _UNLISTED[Server] + len(jobs) * _UNLISTED[Job]
-    for cls in (PowerThroughput, TableThroughput, ProfileThroughput):
-        required += columns.kinds.count(cls) * _UNLISTED[cls]
-    packings = list(filter(None, map(_PACKING, jobs)))  # decoded: None or a PackingProfile (a struct is true)
-    placements = list(filter(None, columns.placements))
+    tables, powers = len(columns.tables), columns.powers
+    required += (powers * _UNLISTED[PowerThroughput] + tables * _UNLISTED[TableThroughput]
+                 + (len(jobs) - powers - tables) * _UNLISTED[ProfileThroughput])
+    packings = columns.packings
+    placements = list(map(_FIRST, columns.placed))
     slowdowns = list(filter(None, map(_SLOWDOWN, packings)))
     pair_speed = snap.options.pair_speed or {}
     required += (len(packings) * _UNLISTED[PackingProfile]
@@ -733,10 +793,7 @@ def _rules_hold(snap: Snapshot) -> bool:
 
 _POOL_STATE = operator.attrgetter("pool", "state")
 _GPUS = operator.attrgetter("gpus")
-_MIN = operator.attrgetter("min_workers")
-_MAX = operator.attrgetter("max_workers")
-_PER = operator.attrgetter("gpus_per_worker")
-_PENALTIES = (operator.attrgetter("restart_penalty"), operator.attrgetter("preemption_penalty"))
+_LAST = operator.itemgetter(-1)
 _WORKERS = operator.attrgetter("workers")
 _RATE = operator.attrgetter("rate")
 
@@ -753,9 +810,9 @@ def _decoded_rules_hold(snap: Snapshot, columns: _Columns | None = None) -> bool
     :func:`check_rules` holds.
 
     Decoding settled what the rules need no more of: every number is finite (the decoder refuses NaN, Infinity
-    and numbers out of range) and every value has its field's type. The rules across fields are checked a
-    column at a time (one C-level pass per field, the placements and table throughputs in numpy), with no Python
-    code per job.
+    and numbers out of range) and every value has its field's type. What is left are the rules across fields:
+    servers a column at a time, jobs from the one loop of :class:`_Columns` (shared with the repeated-key pass),
+    table throughputs and placements in numpy.
     """
     try:
         servers, jobs = snap.servers, snap.jobs
@@ -772,41 +829,32 @@ def _decoded_rules_hold(snap: Snapshot, columns: _Columns | None = None) -> bool
                 return False
         if not jobs:
             return True
-        if len(set(map(_ID, jobs))) != len(jobs):
-            return False
-        lo, hi, per = list(map(_MIN, jobs)), list(map(_MAX, jobs)), list(map(_PER, jobs))
-        if any(map(operator.gt, lo, hi)) or max(per) > max(gpus, default=0):
-            return False
-        if any(max(map(penalty, jobs)) > MAX_PENALTY for penalty in _PENALTIES):
-            return False
         if columns is None:
             columns = _Columns(jobs)
-        rows = range(len(jobs))
-        tables = list(itertools.compress(rows, map(operator.is_, columns.kinds, itertools.repeat(TableThroughput))))
-        if tables and not _tables_hold(list(map(columns.throughputs.__getitem__, tables)),
-                                       map(lo.__getitem__, tables), map(hi.__getitem__, tables)):
+        if (len(columns.ids) != len(jobs) or columns.crossed or columns.top_per > max(gpus, default=0)
+                or columns.top_penalty > MAX_PENALTY):
             return False
-        pls = columns.placements
-        placed = list(itertools.compress(rows, map(operator.is_not, pls, itertools.repeat(None))))
-        if not placed:
+        if columns.tables and not _tables_hold(columns.tables):
+            return False
+        if not columns.placed:
             return True
         usable = {("training", None), ("inference", "loaned")}
         if not kinds <= usable:  # a placement on any other server is refused: it has room for none
             gpus = list(map(operator.mul, gpus, map(usable.__contains__, pool_states)))
-        return _placements_hold(list(map(pls.__getitem__, placed)), list(map(lo.__getitem__, placed)),
-                                list(map(hi.__getitem__, placed)), list(map(per.__getitem__, placed)), index, gpus)
+        return _placements_hold(columns.placed, index, gpus)
     except Exception:  # noqa: BLE001 - anything unusual: the full pass decides and names it
         return False
 
 
-def _tables_hold(tables: list, lo, hi) -> bool:
-    """Each table throughput: as many rates as workers, workers strictly increasing and covering min..max."""
-    workers = list(map(_WORKERS, tables))
+def _tables_hold(tables: list[tuple]) -> bool:
+    """Each table throughput of ``tables`` (throughput, min_workers, max_workers): as many rates as workers, workers
+    strictly increasing and covering min..max."""
+    tps, lo, hi = zip(*tables, strict=True)
+    workers = list(map(_WORKERS, tps))
     sizes = list(map(len, workers))
-    if sizes != list(map(len, map(_RATE, tables))):
+    if sizes != list(map(len, map(_RATE, tps))):
         return False
-    if (any(map(operator.gt, map(operator.itemgetter(0), workers), lo))
-            or any(map(operator.lt, map(operator.itemgetter(-1), workers), hi))):
+    if any(map(operator.gt, map(_FIRST, workers), lo)) or any(map(operator.lt, map(_LAST, workers), hi)):
         return False
     flat = np.fromiter(itertools.chain.from_iterable(workers), np.int64, sum(sizes))
     rising = flat[1:] > flat[:-1]
@@ -814,17 +862,19 @@ def _tables_hold(tables: list, lo, hi) -> bool:
     return bool(rising.all())
 
 
-def _placements_hold(placements: list, lo: list, hi: list, per: list, index: dict, gpus: list) -> bool:
-    """The placements of the running jobs: positive worker counts adding up to within min..max, on known servers
-    with room (``gpus``: 0 where training may not run), no server over its GPUs with all jobs together."""
+def _placements_hold(placed: list[tuple], index: dict, gpus: list) -> bool:
+    """The placements of the running jobs, ``placed`` (placement, min_workers, max_workers, gpus_per_worker):
+    positive worker counts adding up to within min..max, on known servers with room (``gpus``: 0 where training
+    may not run), no server over its GPUs with all jobs together."""
+    placements, lo, hi, per = zip(*placed, strict=True)
     totals = list(map(sum, map(dict.values, placements)))
     if any(map(operator.gt, lo, totals)) or any(map(operator.lt, hi, totals)):
         return False
     sizes = list(map(len, placements))
-    entries = sum(sizes)
+    entries = sum(sizes)  # at least one: a placement with none places 0 < min_workers
     counts = np.fromiter(itertools.chain.from_iterable(map(dict.values, placements)), np.int64, entries)
-    if entries == 0 or counts.min() < 1:
-        return entries == 0
+    if counts.min() < 1:
+        return False
     where = np.fromiter(map(index.__getitem__, itertools.chain.from_iterable(placements)), np.intp, entries)
     need = counts * np.repeat(np.asarray(per, np.int64), sizes)  # each factor at most 2**31 - 1
     cap = np.asarray(gpus, np.int64)

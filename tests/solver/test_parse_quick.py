@@ -219,3 +219,21 @@ def test_quick_rules_pass_is_true_exactly_when_the_rules_hold(seed, changes):
     except InputError:
         holds = False
     assert V._decoded_rules_hold(snap) == holds
+
+
+def test_parsing_leaves_the_collector_as_it_found_it():
+    import gc
+
+    data = json.dumps(rich_doc()).encode()
+    assert gc.isenabled()
+    parse_snapshot(data)
+    assert gc.isenabled()
+    with pytest.raises(InputError):
+        parse_snapshot(data.replace(b'"format_version": 1', b'"format_version": 2'))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_snapshot(data)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
