@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numbers
 import operator
+import types
+import typing
 from typing import Annotated, Any, Literal, get_args
 
 import msgspec
@@ -79,6 +81,8 @@ _FROZEN_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
 def _frozen_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """The fields of ``cls`` that :func:`_freeze` fixes, from msgspec's view of its types (the reference that
+    ``tests/solver/test_fields.py`` holds :func:`_annotation_kinds`, which runs at class creation, to)."""
     def kinds(t: Any) -> set[bool]:
         if isinstance(t, _inspect.UnionType):
             return set().union(*(kinds(u) for u in t.types))
@@ -93,8 +97,21 @@ def _frozen_fields(cls: type) -> tuple[tuple[str, bool], ...]:
         k = kinds(f.type)
         if len(k) == 1:
             out.append((f.name, k.pop()))
-    fields = _FROZEN_FIELDS[cls] = tuple(out)
-    return fields
+    return tuple(out)
+
+
+def _annotation_kinds(tp: Any) -> set[bool]:
+    """Like :func:`_frozen_fields`' ``kinds``, on a type annotation: True for a tuple or list, False for a dict."""
+    while typing.get_origin(tp) is Annotated:
+        tp = get_args(tp)[0]
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return set().union(*(_annotation_kinds(u) for u in get_args(tp)))
+    if origin in (tuple, list) or tp in (tuple, list):
+        return {True}
+    if origin is dict or tp is dict:
+        return {False}
+    return set()
 
 
 def _freeze(value: Any, sequence: bool) -> Any:
@@ -103,19 +120,42 @@ def _freeze(value: Any, sequence: bool) -> Any:
     return FrozenDict(value) if type(value) is dict else value
 
 
+def _make_post_init(fields: tuple[tuple[str, bool], ...]):
+    """A ``__post_init__`` that stores each of ``fields`` as :func:`_freeze` would, as straight-line code (it runs
+    for every struct decoded: one per job of a snapshot)."""
+    lines = ["def __post_init__(self):"]
+    for name, sequence in fields:
+        if sequence:
+            lines += [f"    v = self.{name}",
+                      "    if v is not None and type(v) is not tuple:",
+                      f"        _set(self, {name!r}, tuple(v))"]
+        else:
+            lines += [f"    v = self.{name}",
+                      "    if type(v) is dict:",
+                      f"        _set(self, {name!r}, FrozenDict(v))"]
+    namespace: dict[str, Any] = {"_set": msgspec.structs.force_setattr, "FrozenDict": FrozenDict}
+    exec("\n".join(lines), namespace)  # noqa: S102 - source built above from field names only
+    return namespace["__post_init__"]
+
+
 class _Struct(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
     """A frozen struct whose sequences are tuples and whose mappings are :class:`FrozenDict`: immutable after
-    construction, however it was built (decoded JSON, keyword arguments with lists and dicts, ``replace``)."""
+    construction, however it was built (decoded JSON, keyword arguments with lists and dicts, ``replace``).
 
-    def __post_init__(self) -> None:
-        fields = _FROZEN_FIELDS.get(type(self))
-        if fields is None:
-            fields = _frozen_fields(type(self))
-        for name, sequence in fields:
-            value = getattr(self, name)
-            fixed = _freeze(value, sequence)
-            if fixed is not value:
-                msgspec.structs.force_setattr(self, name, fixed)
+    Each subclass with such fields gets, at its creation, a ``__post_init__`` that converts exactly those fields
+    (:func:`_make_post_init`); a subclass without any has none, so that decoding it calls no Python code.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fields = []
+        for name, hint in typing.get_type_hints(cls, include_extras=True).items():  # the module's names so far
+            kinds = _annotation_kinds(hint)
+            if len(kinds) == 1:
+                fields.append((name, kinds.pop()))
+        _FROZEN_FIELDS[cls] = tuple(fields)
+        if fields:
+            cls.__post_init__ = _make_post_init(tuple(fields))  # type: ignore[attr-defined]
 
 
 class _Canonical(_Struct):
@@ -249,21 +289,21 @@ def _normal(value, kind: int):
 
 
 # --------------------------------------------------------------------------------------- throughput
-class PowerThroughput(_Canonical, tag="power", tag_field="kind"):
+class PowerThroughput(_Canonical, tag="power", tag_field="kind", gc=False):
     """``rate(w) = rate_per_worker * w ** exponent`` with ``0 < exponent <= 1``."""
 
     rate_per_worker: PositiveFloat
     exponent: Annotated[float, Meta(gt=0, le=1)]
 
 
-class TableThroughput(_Canonical, tag="table", tag_field="kind"):
+class TableThroughput(_Canonical, tag="table", tag_field="kind", gc=False):
     """Measured ``rate`` at ``workers`` (strictly increasing), linear in between, covering min..max."""
 
     workers: Annotated[tuple[PositiveInt, ...], Meta(min_length=1)]
     rate: Annotated[tuple[PositiveFloat, ...], Meta(min_length=1)]
 
 
-class ProfileThroughput(_Canonical, tag="profile", tag_field="kind"):
+class ProfileThroughput(_Canonical, tag="profile", tag_field="kind", gc=False):
     """A real model's measured scaling curve (package data derived from the Pollux artifact)."""
 
     model: ProfileModel
@@ -273,7 +313,7 @@ Throughput = PowerThroughput | TableThroughput | ProfileThroughput
 
 
 # --------------------------------------------------------------------------------------- snapshot
-class PackingProfile(_Canonical):
+class PackingProfile(_Canonical, gc=False):
     """How a job behaves when it shares GPUs (Gimbal): utilisation, memory, measured pair slowdowns."""
 
     gpu_util: Annotated[float, Meta(gt=0, le=1)]
@@ -282,7 +322,7 @@ class PackingProfile(_Canonical):
     app: str | None = None  # label for measured pair speeds (options.pair_speed)
 
 
-class Server(_Canonical):
+class Server(_Canonical, gc=False):
     """A server. ``state`` is given for inference servers only: serving, idle or loaned."""
 
     id: ServerId
@@ -292,13 +332,13 @@ class Server(_Canonical):
     gpu_mem_gb: PositiveFloat = 80.0  # memory of each GPU (packing: both jobs' gpu_mem_gb must fit)
 
 
-class Inference(_Canonical):
+class Inference(_Canonical, gc=False):
     """What the inference side asks this round: ``reclaim`` loaned servers back."""
 
     reclaim: NonNegInt = 0
 
 
-class Job(_Canonical):
+class Job(_Canonical, gc=False):
     """A training job; ``placement`` (workers per server) is present iff the job is running.
 
     Defaults: ``gpus_per_worker`` 1, ``submit_time`` 0, penalties 0, ``attained_service`` 0 (GPU-seconds
@@ -320,7 +360,7 @@ class Job(_Canonical):
     deadline: float | None = None
 
 
-class Options(_Canonical):
+class Options(_Canonical, gc=False):
     """Per-round options; command-line flags override them."""
 
     queue: QueueOrder = "sjf"

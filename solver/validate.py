@@ -15,8 +15,12 @@ read-only dicts), so no change after validation can go unchecked: a changed snap
 """
 from __future__ import annotations
 
+import contextlib
+import gc
+import itertools
 import json
 import math
+import operator
 import re
 import types
 import typing
@@ -26,8 +30,20 @@ from typing import TypeVar
 
 import msgspec
 import msgspec.inspect as _inspect
+import numpy as np
 from lyra_solver.errors import InputError
-from lyra_solver.types import PackingGroup, PowerThroughput, Snapshot, TableThroughput
+from lyra_solver.types import (
+    Inference,
+    Job,
+    Options,
+    PackingGroup,
+    PackingProfile,
+    PowerThroughput,
+    ProfileThroughput,
+    Server,
+    Snapshot,
+    TableThroughput,
+)
 
 __all__ = ["check_duplicate_keys", "check_keep_packing", "check_rules", "decode", "numpy_scalar", "parse_snapshot",
            "validate_snapshot"]
@@ -48,10 +64,31 @@ _raw_encoder = msgspec.json.Encoder(enc_hook=numpy_scalar)
 
 def parse_snapshot(data: bytes) -> Snapshot:
     """Decode and validate a snapshot (format_version 1) from JSON bytes. Raises :class:`InputError`."""
-    snap = decode(data, Snapshot)
-    check_rules(snap)
+    with _collector_paused():
+        snap, columns = _decode(data, Snapshot)
+        _check_decoded(snap, columns)
     _remember(snap)
     return snap
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """The cyclic garbage collector off for the duration (if it was on), on again after, whatever happens.
+
+    Decoding a large snapshot allocates tens of thousands of tracked containers (its dicts and tuples), and the
+    collections their count triggers go over them again and again (about a tenth of the parse of 50,000 jobs);
+    parsing makes no reference cycles, so the pause only defers other code's cyclic garbage by the parse's
+    duration. A caller who turned the collector off keeps it off; threads parsing at once leave it on when the
+    first to pause it resumes it (never off for good).
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def validate_snapshot(snapshot: Snapshot | Mapping) -> Snapshot:
@@ -80,7 +117,7 @@ def validate_snapshot(snapshot: Snapshot | Mapping) -> Snapshot:
         if where:
             raise InputError(where, "must be a finite number (NaN and Infinity are not allowed)") from None
         raise
-    check_rules(snap)
+    _check_decoded(snap)
     _remember(snap)
     if isinstance(snapshot, Snapshot):
         _remember(snapshot, snap)
@@ -399,15 +436,208 @@ def check_duplicate_keys(data: bytes) -> None:
         raise InputError(path or "$", f"duplicate key {json.dumps(key, ensure_ascii=True)}")
 
 
+# ------------------------------------------------------------------ repeated keys of a snapshot, without a second parse
+# A JSON text has one ``:`` per key of each object, plus the colons inside its strings; a repeated key adds a colon
+# that the decoded snapshot does not hold. So the text repeats no key exactly when its colons, less those inside
+# strings, number the distinct keys of its objects. The decoded snapshot says which required fields and dict
+# entries there are; the one thing it cannot say is whether an optional field was written out with its default
+# value (``"gpus_per_worker": 1``) or left out, so a second, skimming decode (into the structs below: the optional
+# fields of each object and nothing else, every other value skipped unread) notes which were written.
+_Written = msgspec.Raw | msgspec.UnsetType
+
+
+class _Keys(msgspec.Struct, gc=False):
+    """Base of the skimming structs: which optional fields an object of the snapshot format writes."""
+
+
+class _Object(_Keys):
+    """Any JSON object (its content skipped: a dict field, whose entries the decoded snapshot counts)."""
+
+
+class _PackingKeys(_Keys):
+    slowdown: _Object | None | msgspec.UnsetType = msgspec.UNSET
+    app: _Written = msgspec.UNSET
+
+
+class _ServerKeys(_Keys):
+    state: _Written = msgspec.UNSET
+    gpu_mem_gb: _Written = msgspec.UNSET
+
+
+class _JobKeys(_Keys):
+    gpus_per_worker: _Written = msgspec.UNSET
+    submit_time: _Written = msgspec.UNSET
+    placement: _Object | None | msgspec.UnsetType = msgspec.UNSET
+    restart_penalty: _Written = msgspec.UNSET
+    preemption_penalty: _Written = msgspec.UNSET
+    attained_service: _Written = msgspec.UNSET
+    packing: _PackingKeys | None | msgspec.UnsetType = msgspec.UNSET
+    deadline: _Written = msgspec.UNSET
+
+
+class _InferenceKeys(_Keys):
+    reclaim: _Written = msgspec.UNSET
+
+
+class _OptionsKeys(_Keys):
+    queue: _Written = msgspec.UNSET
+    allocation: _Written = msgspec.UNSET
+    reclaim: _Written = msgspec.UNSET
+    placement: _Written = msgspec.UNSET
+    packing: _Written = msgspec.UNSET
+    time_limit: _Written = msgspec.UNSET
+    packing_policy: _Written = msgspec.UNSET
+    packing_overhead: _Written = msgspec.UNSET
+    sample_stealing: _Written = msgspec.UNSET
+    pair_speed: _Object | None | msgspec.UnsetType = msgspec.UNSET
+    packing_seed: _Written = msgspec.UNSET
+    objective: _Written = msgspec.UNSET
+
+
+class _SnapshotKeys(_Keys):
+    servers: list[_ServerKeys] | msgspec.UnsetType = msgspec.UNSET
+    jobs: list[_JobKeys] | msgspec.UnsetType = msgspec.UNSET
+    now: _Written = msgspec.UNSET
+    inference: _InferenceKeys | msgspec.UnsetType = msgspec.UNSET
+    options: _OptionsKeys | msgspec.UnsetType = msgspec.UNSET
+
+
+#: Snapshot struct -> its skimming struct (tests/solver/test_parse_quick.py: each lists every optional field).
+_KEYS = {Snapshot: _SnapshotKeys, Server: _ServerKeys, Job: _JobKeys, PackingProfile: _PackingKeys,
+         Inference: _InferenceKeys, Options: _OptionsKeys}
+
+
+def _unlisted(cls: type) -> int:
+    """Keys every object of struct ``cls`` writes that its skimming struct does not list: its required fields
+    (and its tag)."""
+    info = typing.cast(_inspect.StructType, _inspect.type_info(cls))
+    listed = set(_KEYS[cls].__struct_fields__) if cls in _KEYS else set()
+    return sum(f.required and f.name not in listed for f in info.fields) + (info.tag_field is not None)
+
+
+_UNLISTED = {cls: _unlisted(cls) for cls in (Snapshot, Server, Job, PackingProfile, Inference, Options,
+                                           PowerThroughput, TableThroughput, ProfileThroughput)}
+_keys_decoder = msgspec.json.Decoder(_SnapshotKeys)
+_keys_encoder = msgspec.json.Encoder()
+_ID = operator.attrgetter("id")
+_THROUGHPUT = operator.attrgetter("throughput")
+_PLACEMENT = operator.attrgetter("placement")
+_FIRST = operator.itemgetter(0)
+_SLOWDOWN = operator.attrgetter("slowdown")
+
+
+class _Columns:
+    """What both quick passes (:func:`_no_repeated_key`, :func:`_decoded_rules_hold`) read of a decoded snapshot's
+    jobs, gathered in one loop over them (each job is visited once: passes over 50,000 scattered objects, one per
+    field, cost more in memory traffic than the loop's bytecode).
+
+    ``ids``: the distinct job ids; ``crossed``: some job has min_workers > max_workers; ``top_per`` and
+    ``top_penalty``: the largest gpus_per_worker and restart or preemption penalty; ``tables``: (throughput,
+    min_workers, max_workers) of the jobs with a table throughput; ``placed``: (placement, min_workers,
+    max_workers, gpus_per_worker) of the running jobs; ``packings``: the packing profiles given; ``powers``: how
+    many power throughputs.
+    """
+
+    __slots__ = ("crossed", "ids", "packings", "placed", "powers", "tables", "top_penalty", "top_per")
+
+    def __init__(self, jobs) -> None:
+        ids: set[str] = set()
+        add = ids.add
+        tables: list[tuple] = []
+        placed: list[tuple] = []
+        packings: list = []
+        powers = top_per = 0
+        top_penalty = 0.0
+        crossed = False
+        for job in jobs:
+            add(job.id)
+            lo, hi, per = job.min_workers, job.max_workers, job.gpus_per_worker
+            if lo > hi:
+                crossed = True
+            if per > top_per:
+                top_per = per
+            if job.restart_penalty > top_penalty:
+                top_penalty = job.restart_penalty
+            if job.preemption_penalty > top_penalty:
+                top_penalty = job.preemption_penalty
+            tp = job.throughput
+            kind = type(tp)
+            if kind is TableThroughput:
+                tables.append((tp, lo, hi))
+            elif kind is PowerThroughput:
+                powers += 1
+            if job.placement is not None:
+                placed.append((job.placement, lo, hi, per))
+            if job.packing is not None:
+                packings.append(job.packing)
+        self.ids, self.crossed, self.top_per, self.top_penalty = ids, crossed, top_per, top_penalty
+        self.tables, self.placed, self.packings, self.powers = tables, placed, packings, powers
+
+
+def _count_colons(text: bytes) -> int:
+    return int(np.count_nonzero(np.frombuffer(text, np.uint8) == 58))
+
+
+def _no_repeated_key(data: bytes, snap: Snapshot, columns: _Columns | None = None) -> bool:
+    """True when the JSON text ``data``, decoded into ``snap``, repeats no key in any object; False when it may
+    (then :func:`check_duplicate_keys` decides and names the key).
+
+    The text's colons are its keys (distinct ones plus repeats) and the colons inside its strings. The skimming
+    decode re-encoded (``written``) has one colon per optional field the text writes (a repeated one once) plus
+    those inside the written strings, copies of strings of the text. What the text has beyond it are the required
+    fields of each object, its dict entries (the decoded snapshot counts both, a repeated dict key once), the
+    colons inside its other strings (at least those of the snapshot's ids and dict keys, counted when needed) and
+    one colon per repeated key. So the difference equals those counts only when no key repeats; a string the
+    counts miss (a value of a repeated key, an escaped colon: texts with escapes are left to the full check) can
+    only make them differ. Running time O(size of the text), about half the typed decode's (the skim scans the
+    text and allocates one small object per written optional field).
+    """
+    if b"\\" in data:
+        return False
+    try:
+        keys = _keys_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return False
+    extra = _count_colons(data) - _count_colons(_keys_encoder.encode(keys))
+    servers, jobs = snap.servers, snap.jobs
+    if columns is None:
+        columns = _Columns(jobs)
+    required = _UNLISTED[Snapshot] + len(servers) * _UNLISTED[Server] + len(jobs) * _UNLISTED[Job]
+    tables, powers = len(columns.tables), columns.powers
+    required += (powers * _UNLISTED[PowerThroughput] + tables * _UNLISTED[TableThroughput]
+                 + (len(jobs) - powers - tables) * _UNLISTED[ProfileThroughput])
+    packings = columns.packings
+    placements = list(map(_FIRST, columns.placed))
+    slowdowns = list(filter(None, map(_SLOWDOWN, packings)))
+    pair_speed = snap.options.pair_speed or {}
+    required += (len(packings) * _UNLISTED[PackingProfile]
+                 + (keys.inference is not msgspec.UNSET) * _UNLISTED[Inference]
+                 + (keys.options is not msgspec.UNSET) * _UNLISTED[Options])
+    entries = sum(map(len, placements)) + sum(map(len, slowdowns)) + len(pair_speed)
+    if extra == required + entries:
+        return True
+    strings = itertools.chain(map(_ID, servers), map(_ID, jobs), itertools.chain.from_iterable(placements),
+                              itertools.chain.from_iterable(slowdowns), pair_speed)
+    return extra == required + entries + sum(map(str.count, strings, itertools.repeat(":")))
+
+
 def decode(data: bytes, type_: type[T]) -> T:
     """Decode JSON bytes into ``type_`` (types and bounds checked, repeated keys refused); :class:`InputError`
     with the field path."""
-    if not data.strip():
+    return _decode(data, type_)[0]
+
+
+def _decode(data: bytes, type_: type[T]) -> tuple[T, _Columns | None]:
+    """:func:`decode`, and for a snapshot the job columns that its repeated-key pass listed (for the rules)."""
+    if not data or data.isspace():  # (not data.strip(): a copy of the whole text when it ends with a newline)
         raise InputError("$", "empty input, expected a JSON object")
     try:
         out = msgspec.json.decode(data, type=type_)
-        check_duplicate_keys(data)
-        return out
+        snap = typing.cast(Snapshot, out)
+        columns = _Columns(snap.jobs) if type_ is Snapshot else None
+        if columns is None or not _no_repeated_key(data, snap, columns):
+            check_duplicate_keys(data)
+        return out, columns
     except msgspec.ValidationError as err:
         check_duplicate_keys(data)  # a repeated key is the first thing to name: its first copy may be the bad one
         raise _from_msgspec(err, data, type_) from None
@@ -559,6 +789,104 @@ def _rules_hold(snap: Snapshot) -> bool:
         return math.isfinite(total)
     except Exception:  # noqa: BLE001 - anything unusual: the full pass decides and names it
         return False
+
+
+_POOL_STATE = operator.attrgetter("pool", "state")
+_GPUS = operator.attrgetter("gpus")
+_LAST = operator.itemgetter(-1)
+_WORKERS = operator.attrgetter("workers")
+_RATE = operator.attrgetter("rate")
+
+
+def _check_decoded(snap: Snapshot, columns: _Columns | None = None) -> None:
+    """:func:`check_rules` for a snapshot that msgspec decoded from JSON (the same verdict and the same first
+    error), with the quick pass :func:`_decoded_rules_hold` in place of :func:`_rules_hold`."""
+    if not _decoded_rules_hold(snap, columns):
+        check_rules(snap)
+
+
+def _decoded_rules_hold(snap: Snapshot, columns: _Columns | None = None) -> bool:
+    """:func:`_rules_hold` for a snapshot that msgspec decoded from JSON: True only when every rule of
+    :func:`check_rules` holds.
+
+    Decoding settled what the rules need no more of: every number is finite (the decoder refuses NaN, Infinity
+    and numbers out of range) and every value has its field's type. What is left are the rules across fields:
+    servers a column at a time, jobs from the one loop of :class:`_Columns` (shared with the repeated-key pass),
+    table throughputs and placements in numpy.
+    """
+    try:
+        servers, jobs = snap.servers, snap.jobs
+        index = dict(zip(map(_ID, servers), range(len(servers)), strict=True))
+        if len(index) != len(servers):
+            return False
+        pool_states = list(map(_POOL_STATE, servers))
+        kinds = set(pool_states)  # a state exactly on inference servers
+        if any((pool == "inference") == (state is None) for pool, state in kinds):
+            return False
+        gpus = list(map(_GPUS, servers))
+        for key in snap.options.pair_speed or {}:
+            if key.count("|") != 1 or "" in key.split("|"):
+                return False
+        if not jobs:
+            return True
+        if columns is None:
+            columns = _Columns(jobs)
+        if (len(columns.ids) != len(jobs) or columns.crossed or columns.top_per > max(gpus, default=0)
+                or columns.top_penalty > MAX_PENALTY):
+            return False
+        if columns.tables and not _tables_hold(columns.tables):
+            return False
+        if not columns.placed:
+            return True
+        usable = {("training", None), ("inference", "loaned")}
+        if not kinds <= usable:  # a placement on any other server is refused: it has room for none
+            gpus = list(map(operator.mul, gpus, map(usable.__contains__, pool_states)))
+        return _placements_hold(columns.placed, index, gpus)
+    except Exception:  # noqa: BLE001 - anything unusual: the full pass decides and names it
+        return False
+
+
+def _tables_hold(tables: list[tuple]) -> bool:
+    """Each table throughput of ``tables`` (throughput, min_workers, max_workers): as many rates as workers, workers
+    strictly increasing and covering min..max."""
+    tps, lo, hi = zip(*tables, strict=True)
+    workers = list(map(_WORKERS, tps))
+    sizes = list(map(len, workers))
+    if sizes != list(map(len, map(_RATE, tps))):
+        return False
+    if any(map(operator.gt, map(_FIRST, workers), lo)) or any(map(operator.lt, map(_LAST, workers), hi)):
+        return False
+    flat = np.fromiter(itertools.chain.from_iterable(workers), np.int64, sum(sizes))
+    rising = flat[1:] > flat[:-1]
+    rising[np.cumsum(sizes)[:-1] - 1] = True  # the last point of one table and the first of the next
+    return bool(rising.all())
+
+
+def _placements_hold(placed: list[tuple], index: dict, gpus: list) -> bool:
+    """The placements of the running jobs, ``placed`` (placement, min_workers, max_workers, gpus_per_worker):
+    positive worker counts adding up to within min..max, on known servers with room (``gpus``: 0 where training
+    may not run), no server over its GPUs with all jobs together."""
+    placements, lo, hi, per = zip(*placed, strict=True)
+    totals = list(map(sum, map(dict.values, placements)))
+    if any(map(operator.gt, lo, totals)) or any(map(operator.lt, hi, totals)):
+        return False
+    sizes = list(map(len, placements))
+    entries = sum(sizes)  # at least one: a placement with none places 0 < min_workers
+    counts = np.fromiter(itertools.chain.from_iterable(map(dict.values, placements)), np.int64, entries)
+    if counts.min() < 1:
+        return False
+    where = np.fromiter(map(index.__getitem__, itertools.chain.from_iterable(placements)), np.intp, entries)
+    need = counts * np.repeat(np.asarray(per, np.int64), sizes)  # each factor at most 2**31 - 1
+    cap = np.asarray(gpus, np.int64)
+    top = int(need.max())
+    if top > int(cap.max()):
+        return False
+    if top * entries < 2**53:  # float sums exact
+        used = np.bincount(where, weights=need, minlength=len(cap))
+    else:
+        used = np.zeros(len(cap), np.int64)
+        np.add.at(used, where, need)
+    return bool((used <= cap).all())
 
 
 def _validate_throughput(job, p: str) -> None:
