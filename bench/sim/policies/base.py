@@ -39,6 +39,7 @@ class View(Protocol):
     packing: Sequence[PackingGroup]  # the last decision's packing groups
 
     options: Any  # the snapshot options (lyra_solver.Options)
+    shown: Mapping[str, Job]  # the jobs of the last snapshot decided, by id (Policy.job shows them again)
 
     def throughput(self, app: str) -> Any: ...
     def job_throughput(self, j: Any, lo: int, hi: int) -> Any: ...
@@ -117,14 +118,37 @@ class Policy:
 
     def job(self, view: View, i: int, j, *, hidden: bool = False, attained: float | None = None) -> Job:
         """Job ``j`` (arrival index ``i``) as the snapshot shows it; ``hidden``: shown as queued although it
-        runs; ``attained``: the attained service shown (default: all received)."""
+        runs; ``attained``: the attained service shown (default: all received).
+
+        The struct the last snapshot showed for ``j`` (:attr:`View.shown`) is shown again when what it is built
+        from is the same: the same remaining-work and placement objects (a queued job's, or a running job's
+        held back by a penalty), the same attained service and throughput; else the fields that change during a
+        run (work, attained service, placement, throughput) are replaced in it. The id, range, submit time,
+        penalties, packing profile and deadline are fixed for a run. Equal structs either way (most of a
+        round's jobs are queued: their structs are not built again)."""
+        placement = None if hidden else j.placement
+        att = j.attained if attained is None else attained
+        last = view.shown.get(j.spec.id)
+        if j.model is None:
+            if last is not None and last.remaining_work is j.remaining and last.placement is placement and (
+                    last.attained_service is att or last.attained_service == att):  # never -0.0 nor NaN
+                return last
+            lo, hi = self.shown_range(j.spec)
+            tp = view.job_throughput(j, lo, hi)
+        else:  # the Pollux model's throughput is the job's own oracle table, again when its work is
+            lo, hi = self.shown_range(j.spec)
+            tp = view.job_throughput(j, lo, hi)
+            if last is not None and last.remaining_work is j.remaining and last.placement is placement and (
+                    last.attained_service is att or last.attained_service == att) and last.throughput is tp:
+                return last
+        if last is not None:
+            return msgspec.structs.replace(last, remaining_work=max(j.remaining, 0.0), throughput=tp,
+                                           placement=placement, attained_service=att)
         sp = j.spec
-        lo, hi = self.shown_range(sp)
         return Job(id=sp.id, min_workers=lo, max_workers=hi, remaining_work=max(j.remaining, 0.0),
-                   throughput=view.job_throughput(j, lo, hi), submit_time=sp.submit,
-                   placement=None if hidden else j.placement,
+                   throughput=tp, submit_time=sp.submit, placement=placement,
                    restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
-                   attained_service=j.attained if attained is None else attained,
+                   attained_service=att,
                    packing=view.packing_profile(sp) if self.packing != "off" else None, deadline=sp.deadline)
 
     def snapshot(self, view: View, t: float, state: Any) -> tuple[Snapshot, set[int]]:
