@@ -535,7 +535,10 @@ class _Sim:
         was_at, now_at = _shared_at(self.packing), _shared_at(decision.packing)
         self.packing = list(decision.packing)
         changed = []  # jobs whose allocation may have changed (the others hold exactly what they held)
+        held = pol.shows_held() and not packs  # a job whose shown placement is kept holds it still
         for job, new in zip(snap.jobs, after, strict=True):
+            if held and new is job.placement:
+                continue
             i = index[job.id]
             j = jobs[i]
             if packs:

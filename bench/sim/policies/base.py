@@ -95,6 +95,12 @@ class Policy:
         objective = dict(self.options).get("objective", OBJECTIVES[0])
         return self.elastic and self.allocation == "greedy" and self.packing == "off" and objective == OBJECTIVES[0]
 
+    def shows_held(self) -> bool:
+        """Whether every job is shown with the placement it holds (queued: none), so that a decision keeping the
+        shown placement changes nothing (the engine skips such jobs). Not for a policy that shows running jobs
+        queued or queued ones placed (Tiresias)."""
+        return True
+
     def consolidates(self) -> bool:
         """Whether ``decide`` may move a running job of unchanged size onto fewer servers (the place step's
         consolidation, ``Settings.compact_growth``: every objective but Lyra's), so that a round with every job
@@ -106,15 +112,11 @@ class Policy:
         """A run's own state (default: none)."""
         return None
 
-    def servers(self, view: View) -> tuple[list, int]:
+    def servers(self, view: View) -> tuple[tuple, int]:
         """The servers shown and the reclaim asked: training servers, plus idle and loaned inference servers and
-        the loaned servers the load wants back when the policy loans."""
-        servers = list(view.cluster.training)
-        reclaim = 0
-        if self.loan:
-            servers += view.cluster.lendable()
-            reclaim = view.cluster.reclaim_wanted()
-        return servers, reclaim
+        the loaned servers the load wants back when the policy loans (the cluster's tuple, built again only when
+        an inference server changes state)."""
+        return view.cluster.shown(self.loan), view.cluster.reclaim_wanted() if self.loan else 0
 
     def job(self, view: View, i: int, j, *, hidden: bool = False, attained: float | None = None) -> Job:
         """Job ``j`` (arrival index ``i``) as the snapshot shows it; ``hidden``: shown as queued although it
@@ -128,23 +130,22 @@ class Policy:
         round's jobs are queued: their structs are not built again)."""
         placement = None if hidden else j.placement
         att = j.attained if attained is None else attained
-        last = view.shown.get(j.spec.id)
-        if j.model is None:
-            if last is not None and last.remaining_work is j.remaining and last.placement is placement and (
+        sp = j.spec
+        last = view.shown.get(sp.id)
+        if last is not None and j.model is None:  # its application's profile, the same object all run
+            if last.remaining_work is j.remaining and last.placement is placement and (
                     last.attained_service is att or last.attained_service == att):  # never -0.0 nor NaN
                 return last
-            lo, hi = self.shown_range(j.spec)
-            tp = view.job_throughput(j, lo, hi)
-        else:  # the Pollux model's throughput is the job's own oracle table, again when its work is
-            lo, hi = self.shown_range(j.spec)
-            tp = view.job_throughput(j, lo, hi)
-            if last is not None and last.remaining_work is j.remaining and last.placement is placement and (
+            return msgspec.structs.replace(last, remaining_work=max(j.remaining, 0.0), placement=placement,
+                                           attained_service=att)
+        lo, hi = self.shown_range(sp)
+        tp = view.job_throughput(j, lo, hi)
+        if last is not None:  # the Pollux model's throughput: the job's own oracle table, again when its work is
+            if last.remaining_work is j.remaining and last.placement is placement and (
                     last.attained_service is att or last.attained_service == att) and last.throughput is tp:
                 return last
-        if last is not None:
             return msgspec.structs.replace(last, remaining_work=max(j.remaining, 0.0), throughput=tp,
                                            placement=placement, attained_service=att)
-        sp = j.spec
         return Job(id=sp.id, min_workers=lo, max_workers=hi, remaining_work=max(j.remaining, 0.0),
                    throughput=tp, submit_time=sp.submit, placement=placement,
                    restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
@@ -154,10 +155,11 @@ class Policy:
     def snapshot(self, view: View, t: float, state: Any) -> tuple[Snapshot, set[int]]:
         """The round's snapshot and the running jobs (arrival indices) it shows as queued (default: none)."""
         servers, reclaim = self.servers(view)
-        jobs = [self.job(view, i, view.active[i]) for i in sorted(view.active)]
+        active, job = view.active, self.job
+        jobs = [job(view, i, active[i]) for i in sorted(active)]
         return self.build(view, t, servers, jobs, reclaim), set()
 
-    def build(self, view: View, t: float, servers: list, jobs: list[Job], reclaim: int) -> Snapshot:
+    def build(self, view: View, t: float, servers: Sequence, jobs: list[Job], reclaim: int) -> Snapshot:
         return Snapshot(format_version=1, servers=servers, jobs=jobs, now=t, inference=Inference(reclaim=reclaim),
                         options=view.options)
 
