@@ -242,6 +242,7 @@ class _Sim:
         self.rates: dict[tuple[str, int, int | None], float] = {}
         self.options = policy.decide_options(cfg.time_limit)
         self.jobs: list[SimJob] = []
+        self.top = [policy.shown_range(s)[1] for s in self.specs]  # the largest size each job is shown with
         self.active: dict[int, SimJob] = {}  # queued or running, by arrival index
         self.running: set[int] = set()
         self.done = 0

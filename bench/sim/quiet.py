@@ -20,13 +20,13 @@ def is_quiet(sim) -> bool:
     if not sim.cfg.skip_quiet or len(sim.running) != len(sim.active) or sim.cluster.reclaim_wanted():
         return False
     pol = sim.policy
-    jobs = sim.jobs
+    jobs, top = sim.jobs, sim.top
     at_top = True
     for i in sim.running:
         j = jobs[i]
         if j.host is not None:  # guests are queued in the snapshot
             return False
-        if at_top and j.workers != pol.shown_range(j.spec)[1]:
+        if at_top and j.workers != top[i]:
             at_top = False
     if at_top and pol.consolidates():  # a spread job may be moved onto fewer servers (steps/place.py)
         G = sim.cluster.G
@@ -34,6 +34,10 @@ def is_quiet(sim) -> bool:
     if at_top:
         return True
     return pol.skips_kept_sizes() and not sim.modelled and sim.kept.holds(sim)
+
+
+def _by_arrival(j) -> int:
+    return j.idx
 
 
 class SizesKept:
@@ -60,14 +64,17 @@ class SizesKept:
 
     def holds(self, sim) -> bool:
         rows = []
-        for i in sorted(sim.running):
-            j = sim.jobs[i]
-            if j.spec.min_workers < j.spec.max_workers:
-                seen = self.kept.get(i)
+        jobs, kept = sim.jobs, self.kept
+        for i in sim.running:
+            j = jobs[i]
+            sp = j.spec
+            if sp.min_workers < sp.max_workers:
+                seen = kept.get(i)
                 if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
                     rows.append(j)
         if not rows:
             return True
+        rows.sort(key=_by_arrival)  # in arrival order, as always
         opts = [JobOptions(sim.throughput(j.spec.app), j.spec.min_workers, j.spec.max_workers,
                            max(j.remaining, 0.0), 1, j.workers, j.spec.restart_penalty) for j in rows]
         table = value_table(opts, server_gpus=sim.cluster.G, backend="numpy")
