@@ -247,6 +247,7 @@ class _Sim:
         self.running: set[int] = set()
         self.done = 0
         self.kept = SizesKept()
+        self.version = 0  # bumped whenever allocations or the active jobs may change (rounds, completions, arrivals)
         self.packing: list = []  # the last decision's packing groups
         self.profiles: dict[tuple, PackingProfile] = {}
         self.metrics = Metrics(self.specs[-1].submit if self.specs else 0.0, record=cfg.record)
@@ -442,6 +443,8 @@ class _Sim:
                 self.progress(self.done)
         if finished and self.packing:
             self._set_rates()
+        if finished or crossed:
+            self.version += 1
         return bool(finished)
 
     # ------------------------------------------------------------------------------------------ holding GPUs
@@ -497,6 +500,7 @@ class _Sim:
     # ------------------------------------------------------------------------------------------ rounds
     def _round(self, t: float) -> None:
         pol, m = self.policy, self.metrics
+        self.version += 1
         snap, hidden = pol.snapshot(self, t, self.state)
         self.shown = {job.id: job for job in snap.jobs}
         t0 = time.perf_counter()
@@ -664,6 +668,7 @@ class _Sim:
                 _, i = heapq.heappop(arrivals)
                 self.active[i] = self.jobs[i]
                 self.index[self.specs[i].id] = i
+                self.version += 1
                 event = True
             tick = busy and t >= next_tick
             if tick:

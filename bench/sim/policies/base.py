@@ -133,11 +133,7 @@ class Policy:
         sp = j.spec
         last = view.shown.get(sp.id)
         if last is not None and j.model is None:  # its application's profile, the same object all run
-            if last.remaining_work is j.remaining and last.placement is placement and (
-                    last.attained_service is att or last.attained_service == att):  # never -0.0 nor NaN
-                return last
-            return msgspec.structs.replace(last, remaining_work=max(j.remaining, 0.0), placement=placement,
-                                           attained_service=att)
+            return _again(last, j.remaining, placement, att)
         lo, hi = self.shown_range(sp)
         tp = view.job_throughput(j, lo, hi)
         if last is not None:  # the Pollux model's throughput: the job's own oracle table, again when its work is
@@ -155,8 +151,13 @@ class Policy:
     def snapshot(self, view: View, t: float, state: Any) -> tuple[Snapshot, set[int]]:
         """The round's snapshot and the running jobs (arrival indices) it shows as queued (default: none)."""
         servers, reclaim = self.servers(view)
-        active, job = view.active, self.job
-        jobs = [job(view, i, active[i]) for i in sorted(active)]
+        active, shown = view.active, view.shown
+        jobs = []
+        for i in sorted(active):  # self.job, the shown struct's case inlined (most jobs, every round)
+            j = active[i]
+            last = shown.get(j.spec.id)
+            jobs.append(self.job(view, i, j) if last is None or j.model is not None else
+                        _again(last, j.remaining, j.placement, j.attained))
         return self.build(view, t, servers, jobs, reclaim), set()
 
     def build(self, view: View, t: float, servers: Sequence, jobs: list[Job], reclaim: int) -> Snapshot:
@@ -173,3 +174,25 @@ class Policy:
     def quiet_round(self, view: View, t: float, state: Any) -> None:
         """Note a round the engine skips as quiet (:mod:`..quiet`: its decision changes nothing), for a policy
         whose memory follows every round (default: nothing)."""
+
+
+def _again(last: Job, remaining: float, placement, attained: float) -> Job:
+    """A job shown again (:meth:`Policy.job`): ``last``, the struct the last snapshot showed for it, when it is
+    built from the same objects (the remaining work and placement) and the same attained service; else ``last``
+    with those fields replaced (the shown work is ``max(remaining, 0.0)``). Only floats changing, the struct is
+    copied and the two set (``msgspec.structs.force_setattr`` on the fresh copy, before anyone sees it: what
+    ``replace`` does, without its ``__post_init__``, which only freezes sequences and mappings); a new
+    placement goes through ``replace`` (frozen there)."""
+    if last.remaining_work is remaining and last.placement is placement and (
+            last.attained_service is attained or last.attained_service == attained):  # never -0.0 nor NaN
+        return last
+    work = 0.0 if remaining < 0.0 else remaining  # max(remaining, 0.0), the same object
+    if last.placement is not placement:
+        return msgspec.structs.replace(last, remaining_work=work, placement=placement, attained_service=attained)
+    job = last.__copy__()
+    _force(job, "remaining_work", work)
+    _force(job, "attained_service", attained)
+    return job
+
+
+_force = msgspec.structs.force_setattr
