@@ -3,7 +3,9 @@
 :class:`Cluster` is the only mutable state of the hardware side: which inference servers serve, are idle or
 are lent to training, how many servers the load needs, and how many GPUs of each pool the running jobs hold.
 A server id is looked up in a table built once (:attr:`Cluster.where`: id -> (pool, index)), never decoded from
-its text. Running time: O(1) per lookup, O(S) per load change for S inference servers.
+its text. The servers a snapshot shows are kept as one tuple, built again only when an inference server changes
+state, and the servers in each state are counted as they change. Running time: O(1) per lookup and count, O(S)
+per load change for S inference servers and per snapshot's servers after a change.
 """
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ class Cluster:
         self.G = gpus
         self.n_training, self.n_inference = training, inference
         self.training = [Server(id=f"t{i}", pool=TRAINING, gpus=gpus) for i in range(training)]
-        self.state = ["idle"] * inference
+        self.state = ["idle"] * inference  # change it through set_state / set_need only (counts and shown servers)
+        self._count = {"serving": 0, "idle": inference, "loaned": 0}
+        self._servers: dict[bool, tuple[Server, ...]] = {}  # shown(loan), until an inference server changes state
         # the Server record an inference server is shown as in each state a snapshot may show it in
         self._shown = {(i, st): Server(id=f"i{i}", pool=INFERENCE, gpus=gpus, state=st)
                        for i in range(inference) for st in ("idle", "loaned")}
@@ -32,7 +36,15 @@ class Cluster:
 
     # ------------------------------------------------------------------------------------------ inference side
     def count(self, state: str) -> int:
-        return self.state.count(state)
+        return self._count[state]
+
+    def _set(self, i: int, state: str) -> None:
+        old = self.state[i]
+        if old != state:
+            self._count[old] -= 1
+            self._count[state] += 1
+            self.state[i] = state
+            self._servers.clear()
 
     def serving_gpus(self) -> int:
         return self.count("serving") * self.G
@@ -50,14 +62,14 @@ class Cluster:
                 if serving == self.need:
                     break
                 if self.state[i] == "serving":
-                    self.state[i] = "idle"
+                    self._set(i, "idle")
                     serving -= 1
         elif serving < self.need:
             for i in range(n):
                 if serving == self.need:
                     break
                 if self.state[i] == "idle":
-                    self.state[i] = "serving"
+                    self._set(i, "serving")
                     serving += 1
 
     def reclaim_wanted(self) -> int:
@@ -69,12 +81,22 @@ class Cluster:
         """The inference servers a loaning policy's snapshot shows (idle or loaned), in index order."""
         return [self._shown[(i, st)] for i, st in enumerate(self.state) if st != "serving"]
 
+    def shown(self, loan: bool) -> tuple[Server, ...]:
+        """The servers a snapshot shows: the training servers, then (``loan``) the :meth:`lendable` ones; the same
+        tuple until an inference server changes state."""
+        got = self._servers.get(loan)
+        if got is None:
+            got = self._servers[loan] = tuple(self.training) + (tuple(self.lendable()) if loan else ())
+        return got
+
     def set_state(self, server_id: str, state: str) -> None:
         """Mark an inference server ``serving`` (returned) or ``loaned`` (lent), by its id."""
         pool, i = self.where[server_id]
         if pool != INFERENCE:
             raise ValueError(f"{server_id} is not an inference server")
-        self.state[i] = state
+        if state not in self._count:
+            raise ValueError(f"{state!r} is not a state of an inference server")
+        self._set(i, state)
 
     # ------------------------------------------------------------------------------------------ GPUs held
     def free_gpus(self, loan: bool) -> int:

@@ -48,10 +48,10 @@ import time
 from dataclasses import dataclass, field
 
 import msgspec
-from lyra_solver.apply import apply_decision
+from lyra_solver.apply import apply_decision, placements_after
 from lyra_solver.pipeline import decide, decide_built
 from lyra_solver.throughput import rate_one
-from lyra_solver.types import PackingProfile, ProfileThroughput, TableThroughput
+from lyra_solver.types import Job, PackingProfile, ProfileThroughput, TableThroughput
 
 from .cluster import Cluster
 from .jobs import SimJob
@@ -242,10 +242,12 @@ class _Sim:
         self.rates: dict[tuple[str, int, int | None], float] = {}
         self.options = policy.decide_options(cfg.time_limit)
         self.jobs: list[SimJob] = []
+        self.top = [policy.shown_range(s)[1] for s in self.specs]  # the largest size each job is shown with
         self.active: dict[int, SimJob] = {}  # queued or running, by arrival index
         self.running: set[int] = set()
         self.done = 0
         self.kept = SizesKept()
+        self.version = 0  # bumped whenever allocations or the active jobs may change (rounds, completions, arrivals)
         self.packing: list = []  # the last decision's packing groups
         self.profiles: dict[tuple, PackingProfile] = {}
         self.metrics = Metrics(self.specs[-1].submit if self.specs else 0.0, record=cfg.record)
@@ -256,6 +258,11 @@ class _Sim:
         self.load = merge_close(cfg.load, cfg.interval) if cfg.load is not None and cfg.inference_servers else None
         self.modelled = any(s.model is not None for s in self.specs)  # jobs of the Pollux artifact's model
         self.suffix: dict[tuple, float] = {}
+        # the jobs of the last snapshot decided, by id: a policy shows a job's struct again when nothing it is
+        # built from changed (Policy.job); the active jobs' arrival indices by id
+        self.shown: dict[str, Job] = {}
+        self.index: dict[str, int] = {}
+        self.oracles: dict[int, tuple] = {}  # a Pollux-model job's oracle table and what it was computed from
 
     # ------------------------------------------------------------------------------------------ the view
     def throughput(self, app: str) -> ProfileThroughput:
@@ -269,7 +276,12 @@ class _Sim:
         a job of the Pollux model the exact remaining-time oracle (:meth:`_oracle_table`)."""
         if j.model is None:
             return self.throughput(j.spec.app)
-        return self._oracle_table(j, lo, hi)
+        got = self.oracles.get(j.idx)  # the same table while the job's work, epoch and range are the same
+        if got is not None and got[0] is j.remaining and got[1:4] == (j.epoch, lo, hi):
+            return got[4]
+        table = self._oracle_table(j, lo, hi)
+        self.oracles[j.idx] = (j.remaining, j.epoch, lo, hi, table)
+        return table
 
     def _suffix(self, j: SimJob, epoch: int, w: int) -> float:
         """Seconds to run epochs ``epoch..`` to the job's end at ``w`` workers (most compact placement), cached
@@ -424,11 +436,15 @@ class _Sim:
             j.placement = None
             self.metrics.allocated(j, t)
             del self.active[i]
+            del self.index[j.spec.id]
+            self.oracles.pop(i, None)
             self.done += 1
             if self.progress is not None:
                 self.progress(self.done)
         if finished and self.packing:
             self._set_rates()
+        if finished or crossed:
+            self.version += 1
         return bool(finished)
 
     # ------------------------------------------------------------------------------------------ holding GPUs
@@ -484,7 +500,9 @@ class _Sim:
     # ------------------------------------------------------------------------------------------ rounds
     def _round(self, t: float) -> None:
         pol, m = self.policy, self.metrics
+        self.version += 1
         snap, hidden = pol.snapshot(self, t, self.state)
+        self.shown = {job.id: job for job in snap.jobs}
         t0 = time.perf_counter()
         # the snapshot is the simulator's own (its configuration, its checked trace, placements of decisions
         # carried out): not validated again, except with ``check``, where every round goes through ``decide``
@@ -499,7 +517,11 @@ class _Sim:
             bad = check_decision(msgspec.to_builtins(snap), msgspec.to_builtins(decision))
             if bad:
                 raise DecisionRejected(f"round at t={t}: {format_violations(bad[:5])}")
-        nxt = apply_decision(snap, decision)
+        after = placements_after(snap, decision)
+        if self.cfg.check:  # the placements carried out are apply_decision's, which checks the decision too
+            nxt = apply_decision(snap, decision)
+            if [job.placement for job in nxt.jobs] != after:
+                raise DecisionRejected(f"round at t={t}: the placements carried out are not apply_decision's")
         pol.after_round(self, t, self.state, decision)
         m.count("rounds")
         back, lent = decision.servers.reclaim, decision.servers.loan
@@ -512,21 +534,26 @@ class _Sim:
             m.count("reclaim_rounds")
         m.count("loans", len(lent))
         gone = set(back)
-        index = {self.jobs[i].spec.id: i for i in self.active}
+        index, jobs = self.index, self.jobs
         guest_of = {jid: g.jobs[0] for g in decision.packing for jid in g.jobs[1:]}
+        packs = bool(guest_of) or bool(self.packing)
         was_at, now_at = _shared_at(self.packing), _shared_at(decision.packing)
         self.packing = list(decision.packing)
         changed = []  # jobs whose allocation may have changed (the others hold exactly what they held)
-        for job in nxt.jobs:
-            i = index[job.id]
-            j = self.jobs[i]
-            host = guest_of.get(job.id)
-            if host is not None or j.host is not None:
-                changed.append(i)
-                self._guest(t, i, j, host, job.placement, decision.jobs[job.id].workers,
-                            moved=was_at.get(job.id) != now_at.get(job.id))
+        held = pol.shows_held() and not packs  # a job whose shown placement is kept holds it still
+        for job, new in zip(snap.jobs, after, strict=True):
+            if held and new is job.placement:
                 continue
-            old, new = j.placement, job.placement
+            i = index[job.id]
+            j = jobs[i]
+            if packs:
+                host = guest_of.get(job.id)
+                if host is not None or j.host is not None:
+                    changed.append(i)
+                    self._guest(t, i, j, host, new, decision.jobs[job.id].workers,
+                                moved=was_at.get(job.id) != now_at.get(job.id))
+                    continue
+            old = j.placement
             if new == old:
                 continue
             changed.append(i)
@@ -640,6 +667,8 @@ class _Sim:
             while arrivals and arrivals[0][0] <= t:
                 _, i = heapq.heappop(arrivals)
                 self.active[i] = self.jobs[i]
+                self.index[self.specs[i].id] = i
+                self.version += 1
                 event = True
             tick = busy and t >= next_tick
             if tick:

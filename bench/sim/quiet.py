@@ -16,24 +16,40 @@ from lyra_solver.values import TIME_CAP, JobOptions, value_table
 
 
 def is_quiet(sim) -> bool:
-    """Whether the engine ``sim``'s next round is known to change nothing (module docstring)."""
+    """Whether the engine ``sim``'s next round is known to change nothing (module docstring).
+
+    What depends on the jobs' allocations only (guests, sizes at their top, spread placements, the elastic jobs
+    whose kept sizes are not yet known) is found once per change of the engine's allocations
+    (``sim.version``, bumped by every round, completion and arrival), not at every check."""
     if not sim.cfg.skip_quiet or len(sim.running) != len(sim.active) or sim.cluster.reclaim_wanted():
         return False
+    kept = sim.kept
+    if kept.version != sim.version:
+        kept.version, kept.verdict, kept.pending = sim.version, _verdict(sim), None
+    return kept.verdict if kept.verdict is not None else kept.holds(sim)
+
+
+def _verdict(sim) -> bool | None:
+    """Quiet (True) or not (False) whatever the jobs' work, or None: quiet iff the kept sizes hold."""
     pol = sim.policy
-    jobs = sim.jobs
+    jobs, top = sim.jobs, sim.top
     at_top = True
     for i in sim.running:
         j = jobs[i]
         if j.host is not None:  # guests are queued in the snapshot
             return False
-        if at_top and j.workers != pol.shown_range(j.spec)[1]:
+        if at_top and j.workers != top[i]:
             at_top = False
     if at_top and pol.consolidates():  # a spread job may be moved onto fewer servers (steps/place.py)
         G = sim.cluster.G
         at_top = all(len(jobs[i].placement or ()) <= -(-jobs[i].workers // G) for i in sim.running)  # 1 GPU each
     if at_top:
         return True
-    return pol.skips_kept_sizes() and not sim.modelled and sim.kept.holds(sim)
+    return None if pol.skips_kept_sizes() and not sim.modelled else False
+
+
+def _by_arrival(j) -> int:
+    return j.idx
 
 
 class SizesKept:
@@ -57,15 +73,29 @@ class SizesKept:
 
     def __init__(self) -> None:
         self.kept: dict[int, tuple[int, float]] = {}  # job -> (size, remaining work) found kept
+        # is_quiet's memo for one version of the engine's allocations: its verdict, and the running elastic
+        # jobs (in arrival order) not found kept (None: not listed yet)
+        self.version: int | None = None
+        self.verdict: bool | None = None
+        self.pending: list | None = None
 
     def holds(self, sim) -> bool:
-        rows = []
-        for i in sorted(sim.running):
-            j = sim.jobs[i]
-            if j.spec.min_workers < j.spec.max_workers:
-                seen = self.kept.get(i)
-                if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
-                    rows.append(j)
+        """Whether every running elastic job is kept at its size. The jobs not found kept are listed once per
+        version of the allocations (:attr:`pending`; one found kept stays so, the class docstring) and only
+        their rows computed, with their work of now."""
+        rows = self.pending
+        if rows is None:
+            rows = []
+            jobs, kept = sim.jobs, self.kept
+            for i in sim.running:
+                j = jobs[i]
+                sp = j.spec
+                if sp.min_workers < sp.max_workers:
+                    seen = kept.get(i)
+                    if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
+                        rows.append(j)
+            rows.sort(key=_by_arrival)  # in arrival order, as always
+            self.pending = rows
         if not rows:
             return True
         opts = [JobOptions(sim.throughput(j.spec.app), j.spec.min_workers, j.spec.max_workers,
@@ -82,7 +112,11 @@ class SizesKept:
         longest = np.abs(table.times).max(axis=1)
         margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + longest + pen)
         ok = held - values.max(axis=1) > margin
+        left = []
         for j, good, top in zip(rows, ok.tolist(), longest.tolist(), strict=True):
             if good and top < TIME_CAP:
                 self.kept[j.idx] = (j.workers, max(j.remaining, 0.0))
+            else:
+                left.append(j)
+        self.pending = left
         return bool(ok.all())

@@ -39,6 +39,7 @@ class View(Protocol):
     packing: Sequence[PackingGroup]  # the last decision's packing groups
 
     options: Any  # the snapshot options (lyra_solver.Options)
+    shown: Mapping[str, Job]  # the jobs of the last snapshot decided, by id (Policy.job shows them again)
 
     def throughput(self, app: str) -> Any: ...
     def job_throughput(self, j: Any, lo: int, hi: int) -> Any: ...
@@ -94,6 +95,12 @@ class Policy:
         objective = dict(self.options).get("objective", OBJECTIVES[0])
         return self.elastic and self.allocation == "greedy" and self.packing == "off" and objective == OBJECTIVES[0]
 
+    def shows_held(self) -> bool:
+        """Whether every job is shown with the placement it holds (queued: none), so that a decision keeping the
+        shown placement changes nothing (the engine skips such jobs). Not for a policy that shows running jobs
+        queued or queued ones placed (Tiresias)."""
+        return True
+
     def consolidates(self) -> bool:
         """Whether ``decide`` may move a running job of unchanged size onto fewer servers (the place step's
         consolidation, ``Settings.compact_growth``: every objective but Lyra's), so that a round with every job
@@ -105,35 +112,55 @@ class Policy:
         """A run's own state (default: none)."""
         return None
 
-    def servers(self, view: View) -> tuple[list, int]:
+    def servers(self, view: View) -> tuple[tuple, int]:
         """The servers shown and the reclaim asked: training servers, plus idle and loaned inference servers and
-        the loaned servers the load wants back when the policy loans."""
-        servers = list(view.cluster.training)
-        reclaim = 0
-        if self.loan:
-            servers += view.cluster.lendable()
-            reclaim = view.cluster.reclaim_wanted()
-        return servers, reclaim
+        the loaned servers the load wants back when the policy loans (the cluster's tuple, built again only when
+        an inference server changes state)."""
+        return view.cluster.shown(self.loan), view.cluster.reclaim_wanted() if self.loan else 0
 
     def job(self, view: View, i: int, j, *, hidden: bool = False, attained: float | None = None) -> Job:
         """Job ``j`` (arrival index ``i``) as the snapshot shows it; ``hidden``: shown as queued although it
-        runs; ``attained``: the attained service shown (default: all received)."""
+        runs; ``attained``: the attained service shown (default: all received).
+
+        The struct the last snapshot showed for ``j`` (:attr:`View.shown`) is shown again when what it is built
+        from is the same: the same remaining-work and placement objects (a queued job's, or a running job's
+        held back by a penalty), the same attained service and throughput; else the fields that change during a
+        run (work, attained service, placement, throughput) are replaced in it. The id, range, submit time,
+        penalties, packing profile and deadline are fixed for a run. Equal structs either way (most of a
+        round's jobs are queued: their structs are not built again)."""
+        placement = None if hidden else j.placement
+        att = j.attained if attained is None else attained
         sp = j.spec
+        last = view.shown.get(sp.id)
+        if last is not None and j.model is None:  # its application's profile, the same object all run
+            return _again(last, j.remaining, placement, att)
         lo, hi = self.shown_range(sp)
+        tp = view.job_throughput(j, lo, hi)
+        if last is not None:  # the Pollux model's throughput: the job's own oracle table, again when its work is
+            if last.remaining_work is j.remaining and last.placement is placement and (
+                    last.attained_service is att or last.attained_service == att) and last.throughput is tp:
+                return last
+            return msgspec.structs.replace(last, remaining_work=max(j.remaining, 0.0), throughput=tp,
+                                           placement=placement, attained_service=att)
         return Job(id=sp.id, min_workers=lo, max_workers=hi, remaining_work=max(j.remaining, 0.0),
-                   throughput=view.job_throughput(j, lo, hi), submit_time=sp.submit,
-                   placement=None if hidden else j.placement,
+                   throughput=tp, submit_time=sp.submit, placement=placement,
                    restart_penalty=sp.restart_penalty, preemption_penalty=sp.preemption_penalty,
-                   attained_service=j.attained if attained is None else attained,
+                   attained_service=att,
                    packing=view.packing_profile(sp) if self.packing != "off" else None, deadline=sp.deadline)
 
     def snapshot(self, view: View, t: float, state: Any) -> tuple[Snapshot, set[int]]:
         """The round's snapshot and the running jobs (arrival indices) it shows as queued (default: none)."""
         servers, reclaim = self.servers(view)
-        jobs = [self.job(view, i, view.active[i]) for i in sorted(view.active)]
+        active, shown = view.active, view.shown
+        jobs = []
+        for i in sorted(active):  # self.job, the shown struct's case inlined (most jobs, every round)
+            j = active[i]
+            last = shown.get(j.spec.id)
+            jobs.append(self.job(view, i, j) if last is None or j.model is not None else
+                        _again(last, j.remaining, j.placement, j.attained))
         return self.build(view, t, servers, jobs, reclaim), set()
 
-    def build(self, view: View, t: float, servers: list, jobs: list[Job], reclaim: int) -> Snapshot:
+    def build(self, view: View, t: float, servers: Sequence, jobs: list[Job], reclaim: int) -> Snapshot:
         return Snapshot(format_version=1, servers=servers, jobs=jobs, now=t, inference=Inference(reclaim=reclaim),
                         options=view.options)
 
@@ -147,3 +174,25 @@ class Policy:
     def quiet_round(self, view: View, t: float, state: Any) -> None:
         """Note a round the engine skips as quiet (:mod:`..quiet`: its decision changes nothing), for a policy
         whose memory follows every round (default: nothing)."""
+
+
+def _again(last: Job, remaining: float, placement, attained: float) -> Job:
+    """A job shown again (:meth:`Policy.job`): ``last``, the struct the last snapshot showed for it, when it is
+    built from the same objects (the remaining work and placement) and the same attained service; else ``last``
+    with those fields replaced (the shown work is ``max(remaining, 0.0)``). Only floats changing, the struct is
+    copied and the two set (``msgspec.structs.force_setattr`` on the fresh copy, before anyone sees it: what
+    ``replace`` does, without its ``__post_init__``, which only freezes sequences and mappings); a new
+    placement goes through ``replace`` (frozen there)."""
+    if last.remaining_work is remaining and last.placement is placement and (
+            last.attained_service is attained or last.attained_service == attained):  # never -0.0 nor NaN
+        return last
+    work = 0.0 if remaining < 0.0 else remaining  # max(remaining, 0.0), the same object
+    if last.placement is not placement:
+        return msgspec.structs.replace(last, remaining_work=work, placement=placement, attained_service=attained)
+    job = last.__copy__()
+    _force(job, "remaining_work", work)
+    _force(job, "attained_service", attained)
+    return job
+
+
+_force = msgspec.structs.force_setattr

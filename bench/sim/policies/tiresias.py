@@ -49,6 +49,9 @@ class Tiresias(Policy):
     def skips_kept_sizes(self) -> bool:
         return False
 
+    def shows_held(self) -> bool:
+        return False  # running jobs shown queued (two-queue victims), queued ones placed (artifact mode)
+
     def start(self, cfg) -> Any:
         return _State()
 
@@ -73,7 +76,7 @@ class Tiresias(Policy):
         return self.build(view, t, servers, jobs, reclaim), hidden
 
 
-    def _artifact_snapshot(self, view, t: float, state: Any, servers: list, reclaim: int):
+    def _artifact_snapshot(self, view, t: float, state: Any, servers: tuple, reclaim: int):
         """The round of the artifact's ``tiresias.py`` (module docstring): the jobs the priority walk stops shown
         queued, those it starts shown placed by the artifact's allocator, every job's attained service shown as
         its position in the priority list."""
