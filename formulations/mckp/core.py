@@ -27,7 +27,7 @@ Written from the published description of the algorithm (no code of its authors 
    numpy, :func:`step_numpy`: same signature, same arrays out) that updates the incumbent and fathoms. With the
    numba kernels the whole loop is one compiled call (:func:`_search_compiled`: the same steps, the same answer
    and counters), which hands the search back to the Python loop where links would be dropped or a limit may be
-   hit.
+   hit; without a time or state limit, phases 1 to 5 are one kernel call (:func:`_solve_compiled`).
 4. **Bound** (:func:`state_bounds`). A state can lead to a better solution only if its upper bound exceeds the
    incumbent. The bound is the least of: ``V + lam (c - W)`` with ``lam`` the head gradient of the upgrade list
    when ``W <= c`` and of the downgrade list when ``W > c`` (every class outside the core upgrades at most at
