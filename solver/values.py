@@ -24,7 +24,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from operator import attrgetter
 
 import numpy as np
 from lyra_solver.objectives import check_objective, horizons, objective_values, prepare, value_scalar
@@ -207,8 +206,9 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
                        extra: tuple[np.ndarray, np.ndarray] | None = None) -> ValueTable:
     """The numpy reference of :func:`value_table`."""
     n = len(jobs)
-    mins, maxs, gpw, cur, step, pin = _columns(jobs, _TABLE_INTS, np.int64)
-    work, pen = _columns(jobs, _TABLE_FLOATS, np.float64)
+    cols = list(zip(*jobs, strict=True)) if n else None
+    mins, maxs, gpw, cur, step, pin = _columns(jobs, _TABLE_INTS, np.int64, cols)
+    work, pen = _columns(jobs, _TABLE_FLOATS, np.float64, cols)
     base, step, sizes = _grid(mins, maxs, np.maximum(step, 1), cur, pin)
     m = int(sizes.max()) if n else 1
     compiled = _compiled_profiles(jobs, base is mins) if n else None
@@ -226,7 +226,7 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     if compiled is None:
         # padding repeats the last option; a thinned row (step > 1) starts at min and ends at max
         w = _clamp(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
-        rate = _rates([j.throughput for j in jobs], w, gpw, server_gpus)
+        rate = _rates(cols[0] if n else [], w, gpw, server_gpus)
         with np.errstate(over="ignore", divide="ignore"):  # huge work over a tiny rate: inf, capped just below
             times = np.minimum(work[:, None] / rate, TIME_CAP)
     restart = (cur[:, None] > 0) & (w != cur[:, None])
@@ -378,11 +378,19 @@ _TABLE_INTS = ("min_workers", "max_workers", "gpus_per_worker", "current_workers
 _TABLE_FLOATS = ("remaining_work", "restart_penalty")
 
 
-def _columns(jobs: Sequence[JobOptions], fields: tuple[str, ...], dtype) -> np.ndarray:
-    """The given fields of every job as the rows of one ``(fields, jobs)`` array (one conversion of a list of
-    tuples, where one ``fromiter`` per field was most of a small table's set-up)."""
-    rows = list(map(attrgetter(*fields), jobs))
-    return np.array(rows, dtype=dtype).reshape(len(rows), len(fields)).T.copy()
+def _columns(jobs: Sequence[JobOptions], fields: tuple[str, ...], dtype, cols: list | None = None) -> np.ndarray:
+    """The given fields of every job as the rows of one ``(fields, jobs)`` array: the jobs (named tuples) transposed
+    once (``cols``, ``zip(*jobs)``, when the caller has it already), then one conversion of a few long tuples (one
+    per field), where a conversion of one short tuple per job cost twice as much and one ``fromiter`` per field
+    more still."""
+    if not jobs:
+        return np.zeros((len(fields), 0), dtype)
+    if cols is None:
+        cols = list(zip(*jobs, strict=True))
+    return np.array([cols[_FIELD[f]] for f in fields], dtype=dtype)
+
+
+_FIELD = {f: i for i, f in enumerate(JobOptions._fields)}
 
 
 _KIND = {PowerThroughput: 0, TableThroughput: 1, ProfileThroughput: 2}

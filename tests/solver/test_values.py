@@ -150,7 +150,7 @@ def test_compiled_profile_table_is_the_numpy_table_bit_for_bit(jobs, server_gpus
     from lyra_solver.formulations.mckp._numba import load
 
     assert load()
-    ages = [float(i * 37) for i in range(len(jobs))]
+    ages = [float(i * 37 + 1) for i in range(len(jobs))]
     assert values._compiled_profiles(jobs, True) is not None
     fast = value_table(jobs, server_gpus=server_gpus, backend="numpy", objective=objective, ages=ages)
     with pytest.MonkeyPatch.context() as mp:
