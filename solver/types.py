@@ -82,7 +82,7 @@ _FROZEN_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 def _frozen_fields(cls: type) -> tuple[tuple[str, bool], ...]:
     """The fields of ``cls`` that :func:`_freeze` fixes, from msgspec's view of its types (the reference that
-    ``tests/solver/test_fields.py`` holds :func:`_annotation_kinds`, which runs at class creation, to)."""
+    ``tests/solver/test_parse_quick.py`` holds :func:`_annotation_kinds`, which runs at class creation, to)."""
     def kinds(t: Any) -> set[bool]:
         if isinstance(t, _inspect.UnionType):
             return set().union(*(kinds(u) for u in t.types))

@@ -8,6 +8,10 @@ Two layers, both raising :class:`~lyra_solver.errors.InputError` with the field 
 - *rules across fields* (:func:`check_rules`): unique ids, a state exactly on inference servers, placements on
   usable servers adding up within min..max and within each server's GPUs, throughput tables covering min..max.
 
+Repeated keys and the rules each have a quick pass in front of the full check (:func:`_no_repeated_key`,
+:func:`_decoded_rules_hold`): it answers only "all is well" or "maybe not", and on "maybe not" the full check
+runs and names the first problem, so the errors are the full checks' whatever the quick passes say.
+
 :func:`parse_snapshot` (bytes) and :func:`validate_snapshot` (objects) remember the snapshots they accepted (by
 identity, while they live), so :func:`lyra_solver.decide` re-checks nothing it was handed from them: validation
 stays on by default and costs the round nothing. A snapshot is immutable all the way down (frozen structs, tuples,
