@@ -370,14 +370,21 @@ class _Sim:
         """The earliest finish time of a running job (:meth:`SimJob.finish_time`, inlined), ``inf`` if none."""
         best = math.inf
         jobs = self.jobs
-        rounded = self.cfg.round_epochs
-        for i in self.running:
+        if self.cfg.round_epochs:
+            for i in self.running:
+                j = jobs[i]
+                if j.model is not None:
+                    f = self._epoch_end(j)
+                else:
+                    b = j.blocked
+                    f = (b if b > t else t) + (j.remaining - j.level) / j.rate
+                if f < best:
+                    best = f
+            return best
+        for i in self.running:  # the same, every job's time solved
             j = jobs[i]
-            if rounded and j.model is not None:
-                f = self._epoch_end(j)
-            else:
-                b = j.blocked
-                f = (b if b > t else t) + (j.remaining - j.level) / j.rate
+            b = j.blocked
+            f = (b if b > t else t) + (j.remaining - j.level) / j.rate
             if f < best:
                 best = f
         return best
@@ -409,14 +416,17 @@ class _Sim:
         """
         finished, crossed = [], []
         rounded = self.cfg.round_epochs
+        jobs = self.jobs
         for i in self.running:
-            j = self.jobs[i]
+            j = jobs[i]
+            if j.blocked > t:
+                continue
             if rounded and j.model is not None:
-                if j.blocked <= t and self._epoch_end(j) <= t:
+                if self._epoch_end(j) <= t:
                     (crossed if j.level > 0 else finished).append(i)
                 continue
             left = j.remaining - j.level
-            if j.blocked <= t and (left <= 1e-9 * max(1.0, j.spec.work) or t + left / j.rate <= t):
+            if left <= 1e-9 * max(1.0, j.spec.work) or t + left / j.rate <= t:
                 (crossed if j.level > 0 else finished).append(i)
         for i in crossed:  # a job of the Pollux model ends an epoch: its rate changes, nothing else
             j = self.jobs[i]
