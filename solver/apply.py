@@ -112,13 +112,14 @@ def placements_after(snapshot: Snapshot, decision: Decision) -> list:
     """
     jobs_d = decision.jobs
     out: list = []
+    add = out.append
     for job in snapshot.jobs:
         jd = jobs_d[job.id]
         if jd.action == "run":
-            shown = job.placement
-            out.append(shown if shown == jd.placement else jd.placement)
+            shown, placement = job.placement, jd.placement
+            add(shown if shown == placement else placement)
         else:
-            out.append(None)
+            add(None)
     if decision.packing:  # packing guests go back to the queue (_packing_hook)
         guests = {jid for group in decision.packing for jid in group.jobs[1:]}
         out = [None if job.id in guests else p for job, p in zip(snapshot.jobs, out, strict=True)]
