@@ -4,8 +4,9 @@
 are ``serving``, ``idle`` or ``loaned``, and the jobs. Events: arrivals, completions, load changes, and a
 round every ``interval`` seconds (and at an arrival or completion when GPUs are free). Each round builds the
 snapshot the policy shows (:mod:`.policies`), calls :func:`lyra_solver.decide`, optionally checks the decision
-with the independent checker, and carries it out with :func:`lyra_solver.apply_decision`. Only this module
-mutates state; the engine's functions are pure.
+with the independent checker, and carries it out by :func:`lyra_solver.apply_decision`'s rules
+(:func:`lyra_solver.apply.placements_after`, which apply_decision itself uses; with ``check`` the two are
+compared every round). Only this module mutates state; the engine's functions are pure.
 
 Time model:
 - a running job of ``w`` workers progresses at the rate of the placement it holds: ``rate(w)`` of the engine's
