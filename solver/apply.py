@@ -84,8 +84,12 @@ def apply_decision(snapshot: Snapshot, decision: Decision) -> Snapshot:
         raise InputError("decision.jobs", what)
 
     servers = [_server_after(s, reclaim, loan) for s in snapshot.servers]
-    jobs = [_job_after(j, jobs_d[j.id], ids) for j in snapshot.jobs]
-    jobs = _packing_hook(jobs, decision)
+    for j in snapshot.jobs:
+        _check_job(j, jobs_d[j.id], ids)
+    _check_packing(decision)
+    # the placements by the rules of placements_after (the simulator's): the job itself where it keeps its own
+    jobs = [j if p is j.placement else _replace(j, placement=p)
+            for j, p in zip(snapshot.jobs, placements_after(snapshot, decision), strict=True)]
     left = max(0, snapshot.inference.reclaim - len(reclaim))
     inference = snapshot.inference if left == snapshot.inference.reclaim else Inference(reclaim=left)
     return Snapshot(format_version=snapshot.format_version, servers=servers, jobs=jobs, now=snapshot.now,
@@ -112,14 +116,15 @@ def placements_after(snapshot: Snapshot, decision: Decision) -> list:
     """
     jobs_d = decision.jobs
     out: list = []
+    add = out.append
     for job in snapshot.jobs:
         jd = jobs_d[job.id]
         if jd.action == "run":
-            shown = job.placement
-            out.append(shown if shown == jd.placement else jd.placement)
+            shown, placement = job.placement, jd.placement
+            add(shown if shown == placement else placement)
         else:
-            out.append(None)
-    if decision.packing:  # packing guests go back to the queue (_packing_hook)
+            add(None)
+    if decision.packing:  # packing guests go back to the queue
         guests = {jid for group in decision.packing for jid in group.jobs[1:]}
         out = [None if job.id in guests else p for job, p in zip(snapshot.jobs, out, strict=True)]
     return out
@@ -134,38 +139,32 @@ def _server_after(s: Server, reclaim: set[str], loan: set[str]) -> Server:
     return s
 
 
-def _job_after(job: Job, jd, server_ids: set[str]) -> Job:
+def _check_job(job: Job, jd, server_ids: set[str]) -> None:
+    """Refuse a job's decision that cannot be carried out: ``run`` without a placement or on an unknown server,
+    an unknown action."""
     if jd.action == "run":
         if not jd.placement:
             raise InputError(f"decision.jobs.{job.id}", "action run without a placement")
         if not server_ids.issuperset(jd.placement):
             unknown = sorted(set(jd.placement) - server_ids)
             raise InputError(f"decision.jobs.{job.id}.placement", f"unknown server {unknown[0]!r}")
-        if job.placement == jd.placement:
-            return job
-        return _replace(job, placement=dict(jd.placement))
-    if jd.action in ("preempt", "wait"):
-        return job if job.placement is None else _replace(job, placement=None)
-    raise InputError(f"decision.jobs.{job.id}.action", f"unknown action {jd.action!r}")
+    elif jd.action not in ("preempt", "wait"):
+        raise InputError(f"decision.jobs.{job.id}.action", f"unknown action {jd.action!r}")
 
 
 def _replace(job: Job, **changes) -> Job:
     return msgspec.structs.replace(job, **changes)
 
 
-def _packing_hook(jobs: list[Job], decision: Decision) -> list[Job]:
-    """Packing guests (DESIGN "Packing") go back to the queue: no placement in the next snapshot.
-
-    Their GPUs are the host's, so the next round's snapshot stays valid; the MPS shares of ``decision.packing``
-    stay in the decision (a simulator reads them from there to compute packed speeds).
-    """
+def _check_packing(decision: Decision) -> None:
+    """Refuse packing groups with a job that does not run. Packing guests (DESIGN "Packing") go back to the
+    queue (:func:`placements_after`): no placement in the next snapshot. Their GPUs are the host's, so the next
+    round's snapshot stays valid; the MPS shares of ``decision.packing`` stay in the decision (a simulator reads
+    them from there to compute packed speeds)."""
     if not decision.packing:
-        return jobs
-    running = {j.id for j in jobs if j.placement is not None}
-    guests = set()
+        return
+    running = {jid for jid, jd in decision.jobs.items() if jd.action == "run"}
     for group in decision.packing:
         stray = [j for j in group.jobs if j not in running]
         if stray:
             raise InputError("decision.packing", f"job {stray[0]!r} on {group.server!r} does not run")
-        guests.update(group.jobs[1:])
-    return [_replace(j, placement=None) if j.id in guests else j for j in jobs]

@@ -4,8 +4,9 @@
 are ``serving``, ``idle`` or ``loaned``, and the jobs. Events: arrivals, completions, load changes, and a
 round every ``interval`` seconds (and at an arrival or completion when GPUs are free). Each round builds the
 snapshot the policy shows (:mod:`.policies`), calls :func:`lyra_solver.decide`, optionally checks the decision
-with the independent checker, and carries it out with :func:`lyra_solver.apply_decision`. Only this module
-mutates state; the engine's functions are pure.
+with the independent checker, and carries it out by :func:`lyra_solver.apply_decision`'s rules
+(:func:`lyra_solver.apply.placements_after`, which apply_decision itself uses; with ``check`` the two are
+compared every round). Only this module mutates state; the engine's functions are pure.
 
 Time model:
 - a running job of ``w`` workers progresses at the rate of the placement it holds: ``rate(w)`` of the engine's
@@ -370,14 +371,21 @@ class _Sim:
         """The earliest finish time of a running job (:meth:`SimJob.finish_time`, inlined), ``inf`` if none."""
         best = math.inf
         jobs = self.jobs
-        rounded = self.cfg.round_epochs
-        for i in self.running:
+        if self.cfg.round_epochs:
+            for i in self.running:
+                j = jobs[i]
+                if j.model is not None:
+                    f = self._epoch_end(j)
+                else:
+                    b = j.blocked
+                    f = (b if b > t else t) + (j.remaining - j.level) / j.rate
+                if f < best:
+                    best = f
+            return best
+        for i in self.running:  # the same, every job's time solved
             j = jobs[i]
-            if rounded and j.model is not None:
-                f = self._epoch_end(j)
-            else:
-                b = j.blocked
-                f = (b if b > t else t) + (j.remaining - j.level) / j.rate
+            b = j.blocked
+            f = (b if b > t else t) + (j.remaining - j.level) / j.rate
             if f < best:
                 best = f
         return best
@@ -409,14 +417,17 @@ class _Sim:
         """
         finished, crossed = [], []
         rounded = self.cfg.round_epochs
+        jobs = self.jobs
         for i in self.running:
-            j = self.jobs[i]
+            j = jobs[i]
+            if j.blocked > t:
+                continue
             if rounded and j.model is not None:
-                if j.blocked <= t and self._epoch_end(j) <= t:
+                if self._epoch_end(j) <= t:
                     (crossed if j.level > 0 else finished).append(i)
                 continue
             left = j.remaining - j.level
-            if j.blocked <= t and (left <= 1e-9 * max(1.0, j.spec.work) or t + left / j.rate <= t):
+            if left <= 1e-9 * max(1.0, j.spec.work) or t + left / j.rate <= t:
                 (crossed if j.level > 0 else finished).append(i)
         for i in crossed:  # a job of the Pollux model ends an epoch: its rate changes, nothing else
             j = self.jobs[i]

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lyra_solver import InputError, apply_decision, decide, encode, parse_snapshot
+from lyra_solver.apply import placements_after
 from lyra_solver.bench.generate import generate_snapshot
 from lyra_solver.check import check_decision
 
@@ -42,6 +43,12 @@ def _assert_applied(before, decision, after) -> None:
             assert new.placement is None
         # nothing but the placement changes
         assert msgspec.structs.replace(new, placement=None) == msgspec.structs.replace(old, placement=None)
+    # placements_after: the same placements, in the same order within each, without building the snapshot
+    quick = placements_after(before, decision)
+    assert [None if p is None else list(p.items()) for p in quick] == \
+        [None if j.placement is None else list(j.placement.items()) for j in after.jobs]
+    # a placement the decision keeps is the job's own object
+    assert all(p is old.placement for p, old in zip(quick, before.jobs, strict=True) if p == old.placement)
 
 
 @SETTINGS
