@@ -400,7 +400,10 @@ class _Sim:
         for i in self.running:
             j = self.jobs[i]
             if rounded and j.model is not None:
-                if j.blocked <= t and self._epoch_end(j) <= t:
+                # due when its rounded end has come (_epoch_end is never before the job's restart delay ends,
+                # unless the end is already behind it: progress past the epoch's end when a restart began, which
+                # a rate change under packing can leave; it is crossed now, else the clock would stop there)
+                if self._epoch_end(j) <= t:
                     (crossed if j.level > 0 else finished).append(i)
                 continue
             left = j.remaining - j.level
