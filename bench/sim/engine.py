@@ -420,9 +420,12 @@ class _Sim:
         jobs = self.jobs
         for i in self.running:
             j = jobs[i]
-            if j.blocked > t:
-                continue
+            if j.blocked > t and (j.remaining >= j.level or not rounded or j.model is None):
+                continue  # held back by its penalty (a rounded epoch end may still be due: below)
             if rounded and j.model is not None:
+                # due when its rounded end has come (_epoch_end is never before the job's restart delay ends,
+                # unless the end is already behind it: progress past the epoch's end when a restart began, which
+                # a rate change under packing can leave; it is crossed now, else the clock would stop there)
                 if self._epoch_end(j) <= t:
                     (crossed if j.level > 0 else finished).append(i)
                 continue

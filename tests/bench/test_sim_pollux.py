@@ -250,3 +250,18 @@ def test_mean_jct_within_the_target_of_the_artifacts_recorded_means(tmp_path, ca
     got, want = _mean_jct(tmp_path, policy, n), _recorded(policy, n)
     assert math.isclose(got, want, rel_tol=tol), (policy, n, got, want)
     capsys.readouterr()
+
+
+@needs_pollux
+def test_a_packing_policy_under_the_preset_replays_to_the_end(tmp_path, capsys):
+    """Regression: ``gimbal`` on workload 1 under the preset stood still at t = 22,766 s until the event limit. A
+    job was restarted by a round when its progress was already past its epoch's end (a packing rate change had
+    moved the end it was due at), so its rounded epoch end fell before its restart delay ended: the next event
+    was that end, at the current time, and the completion rule, which waited for the delay, never took it. It
+    now crosses the epoch then; every job completes."""
+    out = tmp_path / "g"
+    assert main(["simulate", "--pollux-workload", "1", "--preset", "pollux-artifact", "--policy", "gimbal",
+                 "--out", str(out), "--no-progress"]) == 0
+    summary = json.loads((out / "summary.json").read_text())["policies"]["gimbal"]
+    assert summary["completed"] == summary["jobs"] == 160
+    capsys.readouterr()
