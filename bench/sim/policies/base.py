@@ -126,8 +126,8 @@ class Policy:
         from is the same: the same remaining-work and placement objects (a queued job's, or a running job's
         held back by a penalty), the same attained service and throughput; else the fields that change during a
         run (work, attained service, placement, throughput) are replaced in it. The id, range, submit time,
-        penalties, packing profile and deadline are fixed for a run. Equal structs either way (most of a
-        round's jobs are queued: their structs are not built again)."""
+        penalties, packing profile and deadline are fixed for a run. Equal structs either way: a queued job's is
+        not built again, a running job's is copied with its new work and attained service (:func:`_again`)."""
         placement = None if hidden else j.placement
         att = j.attained if attained is None else attained
         sp = j.spec
