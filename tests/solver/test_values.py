@@ -43,9 +43,12 @@ def test_vectorised_table_matches_scalar(jobs, server_gpus):
         assert table.sizes[j] == len(row)
         for k, (w, v) in enumerate(row):
             assert table.weights[j, k] == w
-            # V = T(min) - T(w) - penalty cancels: compare within the magnitudes it is computed from
+            # V = T(min) - T(w) - penalty cancels: compare within the magnitudes it is computed from. The rates of
+            # a table throughput agree to an ulp of its largest rate, not of the rate itself (the scalar
+            # interpolation at a breakpoint next to a 40,000x steeper segment: 0.1 against 0.1 + 4e-13), so a
+            # time may differ by 1e-11 of itself (hypothesis found 2.2e-6 s on 610,520 s)
             scale = abs(table.times[j, 0]) + abs(table.times[j, k]) + jobs[j].restart_penalty
-            assert np.isclose(table.values[j, k], v, rtol=1e-9, atol=1e-6 * max(1.0, abs(v)) + 1e-12 * scale)
+            assert np.isclose(table.values[j, k], v, rtol=1e-9, atol=1e-6 * max(1.0, abs(v)) + 1e-10 * scale)
         assert np.all(np.isneginf(table.values[j, len(row):]))
 
 
@@ -91,8 +94,8 @@ def test_table_times_are_the_throughput_models_bit_for_bit(jobs, server_gpus):
             expected = np.minimum(job.remaining_work / r, TIME_CAP)
         if isinstance(job.throughput, ProfileThroughput):  # power and table rows are computed as before
             assert np.array_equal(table.times[j, :n], expected), (j, job)
-        else:
-            assert np.allclose(table.times[j, :n], expected, rtol=1e-12)
+        else:  # to an ulp of the largest rate of a table (see the test above)
+            assert np.allclose(table.times[j, :n], expected, rtol=1e-10)
 
 
 @settings(max_examples=40, deadline=None)
