@@ -254,6 +254,56 @@ def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # prag
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _rank_sortable(weights, i, k):  # pragma: no cover - compiled
+    """Whether class ``i``'s ``k`` items fit :func:`_rank_sort_small`: at most 16, weights in ``0 .. 2**58``."""
+    if k > 16:
+        return False
+    for j in range(k):
+        x = weights[i, j]
+        if x < 0 or x >= 2**58:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _rank_sort_small(weights, values, i, k, order, cw, cv, ci):  # pragma: no cover - compiled
+    """The ``k <= 16`` items of class ``i`` (weights in ``0 .. 2**58``) into ``cw, cv, ci`` sorted by (weight asc,
+    value desc, index asc), the lexsort of the numpy path: a rank sort on the distinct keys ``weight * 16 + index``
+    (no data-dependent branch, where an insertion sort mispredicts about half of its comparisons on random
+    weights), then each run of equal weights (rare) by value desc, index asc. ``order`` is scratch."""
+    for j in range(k):
+        order[j] = (weights[i, j] << 4) | j
+    for a in range(k):
+        ka = order[a]
+        r = 0
+        for b in range(k):
+            r += order[b] < ka
+        cw[r] = weights[i, a]
+        cv[r] = values[i, a]
+        ci[r] = a
+    a = 1
+    while a < k:
+        if cw[a] != cw[a - 1]:
+            a += 1
+            continue
+        s0 = a - 1
+        e = a + 1
+        while e < k and cw[e] == cw[s0]:
+            e += 1
+        for x in range(s0 + 1, e):
+            xv = cv[x]
+            xi = ci[x]
+            y = x - 1
+            while y >= s0 and (cv[y] < xv or (cv[y] == xv and ci[y] > xi)):
+                cv[y + 1] = cv[y]
+                ci[y + 1] = ci[y]
+                y -= 1
+            cv[y + 1] = xv
+            ci[y + 1] = xi
+        a = e
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
     """Undominated items of class ``i`` (into ``cw, cv, ci``: sorted by weight, strictly increasing weights
     and values) and their upper hull (positions into ``hp``); returns ``(undominated, vertices, sorted)``,
@@ -281,46 +331,9 @@ def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no c
     else:
         # the items sorted by (weight asc, value desc, index asc), the lexsort of the numpy path, in cw, cv, ci;
         # then the dominated ones dropped in place (the write position never passes the read position)
-        small = k <= 16
+        small = _rank_sortable(weights, i, k)
         if small:
-            for j in range(k):
-                x = weights[i, j]
-                if x < 0 or x >= 2**58:
-                    small = False
-        if small:
-            # rank sort by (weight, index) of keys weight * 16 + index (distinct): no data-dependent branch, where
-            # an insertion sort mispredicts about half of its comparisons on random weights; then each run of
-            # equal weights (rare) by (value desc, index asc)
-            for j in range(k):
-                order[j] = (weights[i, j] << 4) | j
-            for a in range(k):
-                ka = order[a]
-                r = 0
-                for b in range(k):
-                    r += order[b] < ka
-                cw[r] = weights[i, a]
-                cv[r] = values[i, a]
-                ci[r] = a
-            a = 1
-            while a < k:
-                if cw[a] != cw[a - 1]:
-                    a += 1
-                    continue
-                s0 = a - 1
-                e = a + 1
-                while e < k and cw[e] == cw[s0]:
-                    e += 1
-                for x in range(s0 + 1, e):
-                    xv = cv[x]
-                    xi = ci[x]
-                    y = x - 1
-                    while y >= s0 and (cv[y] < xv or (cv[y] == xv and ci[y] > xi)):
-                        cv[y + 1] = cv[y]
-                        ci[y + 1] = ci[y]
-                        y -= 1
-                    cv[y + 1] = xv
-                    ci[y + 1] = xi
-                a = e
+            _rank_sort_small(weights, values, i, k, order, cw, cv, ci)
         elif k <= 16:
             for j in range(k):
                 cw[j] = weights[i, j]
@@ -465,18 +478,11 @@ def prepare_hulls(weights, values, sizes):  # pragma: no cover - compiled
                 hv[t] = sv[j]
                 t += 1
             continue
-        # unsorted weights: a class of at most 16 items (the Pisinger classes) by the steps of _class_reduce written
-        # out here (rank sort on weight * 16 + index, equal-weight runs by value, the dominance pass and the
-        # monotone chain with the same cross products, the chain on a stack of vertex values): the same vertices,
-        # about 25% less time on weakly 10,000 x 10 than the call of the general function, 40% on subset-sum
-        small = k <= 16
-        if small:
-            for j in range(k):
-                x = weights[i, j]
-                if x < 0 or x >= 2**58:
-                    small = False
-                order[j] = (x << 4) | j
-        if not small:
+        # unsorted weights: a class of at most 16 items (the Pisinger classes) by _class_reduce's sort
+        # (_rank_sort_small), then its dominance pass and monotone chain written out here with the same cross
+        # products, the chain on a stack of vertex values: the same vertices, about 25% less time on weakly
+        # 10,000 x 10 than the call of the general function, 40% on subset-sum
+        if not _rank_sortable(weights, i, k):
             c, top, inc = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
             for j in range(top):
                 q = chp[j]
@@ -485,34 +491,7 @@ def prepare_hulls(weights, values, sizes):  # pragma: no cover - compiled
                 hv[t] = cv[q]
                 t += 1
             continue
-        for a in range(k):
-            ka = order[a]
-            r = 0
-            for b in range(k):
-                r += order[b] < ka
-            cw[r] = weights[i, a]
-            cv[r] = values[i, a]
-            ci[r] = a
-        a = 1
-        while a < k:
-            if cw[a] != cw[a - 1]:
-                a += 1
-                continue
-            s0 = a - 1
-            e = a + 1
-            while e < k and cw[e] == cw[s0]:
-                e += 1
-            for x in range(s0 + 1, e):
-                xv = cv[x]
-                xi = ci[x]
-                y = x - 1
-                while y >= s0 and (cv[y] < xv or (cv[y] == xv and ci[y] > xi)):
-                    cv[y + 1] = cv[y]
-                    ci[y + 1] = ci[y]
-                    y -= 1
-                cv[y + 1] = xv
-                ci[y + 1] = xi
-            a = e
+        _rank_sort_small(weights, values, i, k, order, cw, cv, ci)
         best = -np.inf
         top = 0
         for j in range(k):
