@@ -27,6 +27,8 @@ from lyra_solver.errors import InputError
 from lyra_solver.io import parse_snapshot
 from lyra_solver.types import Snapshot
 
+from tests.test_hostile import _objects
+
 STRUCTS = sorted((obj for obj in vars(T).values()
                   if isinstance(obj, type) and issubclass(obj, msgspec.Struct) and obj.__module__ == T.__name__
                   and obj is not T._Struct), key=lambda c: c.__name__)
@@ -102,16 +104,6 @@ def test_valid_texts_take_the_quick_path(style, monkeypatch):
             if job.get(key) is None:
                 job.pop(key, None)
     assert V._no_repeated_key(TEXTS[style](without).encode(), snap)
-
-
-def _objects(node, path=""):
-    if isinstance(node, dict):
-        yield path, node
-        for k, v in node.items():
-            yield from _objects(v, f"{path}.{k}" if path else k)
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _objects(v, f"{path}[{i}]")
 
 
 def _repeated(doc: dict, target: str, key: str, style) -> bytes:
