@@ -16,7 +16,15 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from lyra_solver.formulations.mckp._lp import Undominated, fit_prefix, lp_relaxation, undominated, upper_hull
+from lyra_solver.formulations.mckp._lp import (
+    FlatHulls,
+    Undominated,
+    fit_prefix,
+    lp_flat,
+    lp_relaxation,
+    undominated,
+    upper_hull,
+)
 from lyra_solver.formulations.mckp._numba import charge, kernels, loaded, want
 from lyra_solver.formulations.mckp._types import MCKPProblem, MCKPResult, make_result
 
@@ -169,10 +177,10 @@ def solve_greedy(problem: MCKPProblem, *, time_limit: float | None = None,
 
 
 def _compiled(problem: MCKPProblem) -> tuple[np.ndarray, float] | None:
-    """The greedy's choice and LP bound by the compiled kernels in two calls (``greedy_choice``, then
-    ``prepare_lp``: the hulls and the LP by slopes of the exact core), the numbers of the numpy path: the same
-    choice, and the bound by the same float expressions over the same hull vertices (:func:`lp_relaxation`'s).
-    ``None`` when the kernels are not available or ``greedy_choice`` does not apply (a class whose weights do not
+    """The greedy's choice and LP bound by the compiled kernels: ``greedy_choice``, then the exact core's hulls
+    (``prepare_hulls``) and LP by slopes (:func:`lp_flat` over ``lp_levels``), the numbers of the numpy path: the
+    same choice, and the bound of :func:`lp_relaxation` (the same hull vertices and float expressions). ``None``
+    when the kernels are not available or ``greedy_choice`` does not apply (a class whose weights do not
     strictly increase)."""
     nb = kernels()
     if nb is None:
@@ -180,16 +188,6 @@ def _compiled(problem: MCKPProblem) -> tuple[np.ndarray, float] | None:
     choice, ok = nb.greedy_choice(problem.weights, problem.values, problem.sizes, problem.capacity)
     if not ok:
         return None
-    (feasible, start, _items, hw, hv, _srt, _vmax, _integral, room, _lv, _up, _down, b_cls, b_step, used, _max_inc,
-     _lp_pos, _weight, hv_at, *_rest) = nb.prepare_lp(problem.weights, problem.values, problem.sizes,
-                                                        problem.capacity)
-    if not feasible:
-        return None
-    value = float(hv_at.sum()) if hv_at.shape[0] else 0.0
-    if b_cls < 0:
-        return choice, value
-    s = int(start[b_cls]) + int(b_step)
-    dw_b = int(hw[s + 1] - hw[s])
-    gain = float(hv[s + 1] - hv[s])
-    fraction = (int(room) - int(used)) / float(dw_b)
-    return choice, value + fraction * gain
+    start, items, hw, hv, srt, _vmax, _integral = nb.prepare_hulls(problem.weights, problem.values, problem.sizes)
+    lp = lp_flat(FlatHulls(start, items, hw, hv, srt), problem.capacity, levels_fn=nb.lp_levels)
+    return (choice, lp.bound) if lp.feasible else None
