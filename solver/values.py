@@ -211,12 +211,11 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     work, pen = _columns(jobs, _TABLE_FLOATS, np.float64, cols)
     base, step, sizes = _grid(mins, maxs, np.maximum(step, 1), cur, pin)
     m = int(sizes.max()) if n else 1
-    compiled = _compiled_profiles(jobs, base is mins) if n else None
-    if compiled is not None:  # every job a profile, rows of step 1, the kernels loaded: one call, the same floats
-        index, stack, n_max, k_max, nb = compiled
-        model = np.fromiter((index[j.throughput.model] for j in jobs), np.int64, n)
-        w, times, lyra, weights = nb.profile_table(model, np.maximum(server_gpus // gpw, 1), mins, maxs, gpw, cur,
-                                                   work, pen, m, stack, n_max, k_max, TIME_CAP)
+    # rows of step 1 only (base is mins): a thinned grid is numpy's
+    compiled = _compiled_profile_table(cols[0], mins, maxs, gpw, cur, work, pen, m, server_gpus) \
+        if n and base is mins else None
+    if compiled is not None:  # every job a profile, the kernels loaded: one call, the same floats
+        w, times, lyra, weights = compiled
         if objective == "jct-reduction":
             return ValueTable(values=lyra, weights=weights, times=times, sizes=sizes, min_workers=mins,
                               objective=objective, ages=None if extra is None else extra[0],
@@ -242,20 +241,24 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
                       ages=None if extra is None else extra[0], job_weights=None if extra is None else extra[1])
 
 
-def _compiled_profiles(jobs: Sequence[JobOptions], unit_steps: bool):
-    """``(model index, stack, n_max, k_max, kernels)`` for the compiled table (:mod:`lyra_solver._nbvalues`) when
-    every job is a ``profile`` throughput, every row is of step 1 (``unit_steps``) and the package's numba kernels
-    are loaded in this process; else ``None`` (the numpy path)."""
-    if not unit_steps or not _numba_loaded():
+def _compiled_profile_table(throughputs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw: np.ndarray,
+                            cur: np.ndarray, work: np.ndarray, pen: np.ndarray, m: int, server_gpus: int):
+    """Worker counts, times, Lyra's values and weights of rows ``mins..maxs`` (step 1, padded to ``m``) by the
+    compiled table (:func:`lyra_solver._nbvalues.profile_table`: the numpy path's floats) when every throughput is
+    a ``profile`` and the package's numba kernels are loaded in this process; else ``None`` (the numpy path)."""
+    if not _numba_loaded():
         return None
     profile = ProfileThroughput
-    for j in jobs:
-        if type(j.throughput) is not profile:
+    for t in throughputs:
+        if type(t) is not profile:
             return None
     nb = _value_kernels()
     if nb is None:
         return None
-    return (*_profile_stack(), nb)
+    index, stack, n_max, k_max = _profile_stack()
+    model = np.fromiter((index[t.model] for t in throughputs), np.int64, len(throughputs))
+    return nb.profile_table(model, np.maximum(server_gpus // gpw, 1), mins, maxs, gpw, cur, work, pen, m, stack,
+                            n_max, k_max, TIME_CAP)
 
 
 def _numba_loaded() -> bool:
@@ -313,15 +316,12 @@ def times_at(throughputs: Sequence, workers: np.ndarray, work: np.ndarray, gpus_
     w = np.asarray(workers, np.int64).reshape(-1, 1)
     gpw = np.asarray(gpus_per_worker, np.int64)
     n = w.shape[0]
-    if n and _numba_loaded() and all(type(t) is ProfileThroughput for t in throughputs):
-        nb = _value_kernels()
-        if nb is not None:  # the compiled table's first column: the same floats (lyra_solver._nbvalues)
-            index, stack, n_max, k_max = _profile_stack()
-            model = np.fromiter((index[t.model] for t in throughputs), np.int64, n)
-            counts = w[:, 0].copy()
-            return nb.profile_table(model, np.maximum(server_gpus // gpw, 1), counts, counts, gpw,
-                                    np.zeros(n, np.int64), np.asarray(work, np.float64), np.zeros(n), 1, stack,
-                                    n_max, k_max, TIME_CAP)[1][:, 0]
+    if n:  # the compiled table's first column, when it applies: the same floats
+        counts = w[:, 0].copy()
+        compiled = _compiled_profile_table(throughputs, counts, counts, gpw, np.zeros(n, np.int64),
+                                           np.asarray(work, np.float64), np.zeros(n), 1, server_gpus)
+        if compiled is not None:
+            return compiled[1][:, 0]
     rate = _rates(throughputs, w, gpw, server_gpus)
     with np.errstate(over="ignore", divide="ignore"):
         return np.minimum(np.asarray(work, np.float64)[:, None] / rate, TIME_CAP)[:, 0]

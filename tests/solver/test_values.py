@@ -154,9 +154,13 @@ def test_compiled_profile_table_is_the_numpy_table_bit_for_bit(jobs, server_gpus
 
     assert load()
     ages = [float(i * 37 + 1) for i in range(len(jobs))]
-    assert values._compiled_profiles(jobs, True) is not None
+    taken = []
+    real = values._compiled_profile_table
     with np.errstate(invalid="ignore", divide="ignore"):  # a job of no work and no penalty: 0 / 0 in both paths
-        fast = value_table(jobs, server_gpus=server_gpus, backend="numpy", objective=objective, ages=ages)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(values, "_compiled_profile_table", lambda *a: taken.append(real(*a)) or taken[-1])
+            fast = value_table(jobs, server_gpus=server_gpus, backend="numpy", objective=objective, ages=ages)
+        assert len(taken) == 1 and taken[0] is not None  # the compiled table was taken
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(values, "_numba_loaded", lambda: False)
             ref = value_table(jobs, server_gpus=server_gpus, backend="numpy", objective=objective, ages=ages)
