@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -141,15 +142,19 @@ def _dispatch(jobs: Sequence[JobOptions], server_gpus: int, backend: str, object
               extra: tuple[np.ndarray, np.ndarray] | None) -> ValueTable:
     """The table on the backend ``backend`` picks; ``extra`` = (ages, weights) of an objective but Lyra's."""
     n = len(jobs)
-    cells = n * max((j.max_workers - j.min_workers + 1 for j in jobs), default=1)
+    cols = list(zip(*jobs, strict=True)) if n else None  # the jobs transposed once, for here and the numpy path
+    cells, thinned = 0, False
+    if n:
+        cells = n * (max(map(operator.sub, cols[_FIELD["max_workers"]], cols[_FIELD["min_workers"]])) + 1)
+        thinned = max(cols[_FIELD["step"]]) > 1
     # a thinned grid (step > 1, the pipeline's size limit) is numpy's: the device kernels take whole rows
-    chosen = "numpy" if any(j.step > 1 for j in jobs) else resolve_backend(backend, cells)
+    chosen = "numpy" if thinned else resolve_backend(backend, cells)
     if chosen != "numpy" and n:
         from lyra_solver.values_gpu import value_table_gpu
 
         return value_table_gpu(jobs, server_gpus=server_gpus, backend=chosen, objective=objective,
                                ages=None if extra is None else extra[0])
-    return _value_table_numpy(jobs, server_gpus, objective, extra)
+    return _value_table_numpy(jobs, server_gpus, objective, extra, cols)
 
 
 def value_tables(batches: Sequence[Sequence[JobOptions]], *, server_gpus: int = 8,
@@ -203,10 +208,12 @@ def value_tables(batches: Sequence[Sequence[JobOptions]], *, server_gpus: int = 
 
 
 def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: str = "jct-reduction",
-                       extra: tuple[np.ndarray, np.ndarray] | None = None) -> ValueTable:
-    """The numpy reference of :func:`value_table`."""
+                       extra: tuple[np.ndarray, np.ndarray] | None = None, cols: list | None = None) -> ValueTable:
+    """The numpy reference of :func:`value_table` (``cols``: the jobs transposed, ``zip(*jobs)``, when the caller
+    has them)."""
     n = len(jobs)
-    cols = list(zip(*jobs, strict=True)) if n else None
+    if n and cols is None:
+        cols = list(zip(*jobs, strict=True))
     mins, maxs, gpw, cur, step, pin = _columns(jobs, _TABLE_INTS, np.int64, cols)
     work, pen = _columns(jobs, _TABLE_FLOATS, np.float64, cols)
     base, step, sizes = _grid(mins, maxs, np.maximum(step, 1), cur, pin)
@@ -248,17 +255,18 @@ def _compiled_profile_table(throughputs: Sequence, mins: np.ndarray, maxs: np.nd
     a ``profile`` and the package's numba kernels are loaded in this process; else ``None`` (the numpy path)."""
     if not _numba_loaded():
         return None
-    profile = ProfileThroughput
-    for t in throughputs:
-        if type(t) is not profile:
-            return None
+    if set(map(type, throughputs)) != {ProfileThroughput}:
+        return None
     nb = _value_kernels()
     if nb is None:
         return None
     index, stack, n_max, k_max = _profile_stack()
-    model = np.fromiter((index[t.model] for t in throughputs), np.int64, len(throughputs))
+    model = np.fromiter(map(index.__getitem__, map(_MODEL, throughputs)), np.int64, len(throughputs))
     return nb.profile_table(model, np.maximum(server_gpus // gpw, 1), mins, maxs, gpw, cur, work, pen, m, stack,
                             n_max, k_max, TIME_CAP)
+
+
+_MODEL = operator.attrgetter("model")
 
 
 def _numba_loaded() -> bool:

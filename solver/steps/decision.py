@@ -64,40 +64,50 @@ def _decision(state: RoundState) -> Decision:
     jobs: dict[str, JobDecision] = {}
     preemptions = 0
     jct = 0.0
-    # the value of each running job's option, gathered at once (summed in job order below, as before)
-    rows = [i for i, j in enumerate(sc.jobs) if count[j]]
-    workers = np.fromiter((count[sc.jobs[i]] for i in rows), np.int64, len(rows))
-    k = workers - sc.table.min_workers[rows]
-    kk = np.minimum(k, sc.table.values.shape[1] - 1)
-    gpw = cl.gpw[[sc.jobs[i] for i in rows]]
-    on_grid = (k < sc.table.sizes[rows]) & (sc.table.weights[rows, kk] == gpw * k)  # False only in thinned rows
-    gathered = sc.table.values[rows, kk].tolist()
-    values = iter(v if ok else _value_of(state, sc.jobs[i], int(w), i)
-                  for v, ok, i, w in zip(gathered, on_grid.tolist(), rows, workers.tolist(), strict=True))
+    # the value of each running job's option, gathered at once, summed in job order (as before)
+    table = sc.table
+    run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
+    workers = np.array(count, np.int64)[run]
+    rows = np.flatnonzero(workers)  # the rows of the jobs that run
+    workers = workers[rows]
+    k = workers - table.min_workers[rows]
+    kk = np.minimum(k, table.values.shape[1] - 1)
+    on_grid = (k < table.sizes[rows]) & (table.weights[rows, kk] == cl.gpw[run[rows]] * k)  # False: thinned rows
+    gathered = table.values[rows, kk].tolist()
+    if on_grid.all():
+        for v in gathered:
+            jct += v
+    else:
+        for v, ok, i, w in zip(gathered, on_grid.tolist(), rows.tolist(), workers.tolist(), strict=True):
+            jct += v if ok else _value_of(state, sc.jobs[i], w, i)
+    make = JobDecision
+    loan = []
+    if borrowed:  # a snapshot places no job on an idle server: only placements made this round can host one
+        lent = set(borrowed)
+        hosting = set()
+        for p, before in zip(placement, cl.placement, strict=True):
+            if p and p is not before and not lent.isdisjoint(p):
+                hosting.update(p)
+        loan = [ids[s] for s in borrowed if s in hosting]
     for job, p, w, before in zip(snap.jobs, placement, count, cl.placement, strict=True):
         if p:
             if p is before and (len(p) == 1 or _ascending(p)):
                 # the snapshot's own placement (no step replaced it), its servers in index order: the decision's
                 # placement is the snapshot's, item for item and in the same order (the same bytes), unchanged
-                jobs[job.id] = JobDecision(action="run", workers=w, placement=job.placement, changed=False)
+                jobs[job.id] = make("run", w, job.placement, False)
             else:
-                named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())] if len(p) > 1
-                                   else [(ids[s], n) for s, n in p.items()])
+                if len(p) == 1:
+                    ((s, n),) = p.items()
+                    named = FrozenDict(((ids[s], n),))
+                else:
+                    named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])
                 old = job.placement
-                jobs[job.id] = JobDecision(action="run", workers=w, placement=named,
-                                           changed=old is None or named != old)
-            jct += next(values)
+                jobs[job.id] = make("run", w, named, old is None or named != old)
         elif job.placement is not None:
             jobs[job.id] = _PREEMPT
             preemptions += 1
         else:
             jobs[job.id] = _WAIT
-    hosting = set()
-    if borrowed:
-        for p in placement:
-            if p:
-                hosting.update(p)
-    loan = [ids[s] for s in borrowed if s in hosting]
     reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
     summary = Summary(
         jct_reduction=round(jct, 6),

@@ -40,28 +40,39 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         return _scale_joint(state, settings)
     cl, adm, rec = state.cluster, state.admitted, state.reclaimed
     snap = cl.snap
-    jobs = tuple(j for j, pl in enumerate(adm.placement) if pl)
     admitted = set(adm.admitted)
-    cur = {j: 0 if j in admitted else sum(adm.placement[j].values()) for j in jobs}  # type: ignore[union-attr]
     min_w, gpw = cl.min_w.tolist(), cl.gpw.tolist()
-    extra_gpus = sum((c - min_w[j]) * gpw[j] for j, c in cur.items() if c)
+    # the jobs that run, in job order, with their current counts (0: admitted) and the extra GPUs they hold
+    jobs_run, cur, extra_gpus = [], {}, 0
+    for j, pl in enumerate(adm.placement):
+        if pl:
+            jobs_run.append(j)
+            if j in admitted:
+                cur[j] = 0
+            else:
+                cur[j] = c = sum(pl.values())
+                extra_gpus += (c - min_w[j]) * gpw[j]
+    jobs = tuple(jobs_run)
     usable = usable_servers(cl, rec, state.borrowed)
     capacity = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum()) + extra_gpus
     opts = job_options(state, jobs, cur, capacity)
-    opts, thinned = _thin(opts)
+    # a row holds at most capacity + 1 options (job_options cuts what is heavier than the capacity; a donor's
+    # extra workers are within it): a table within the limit that way needs no thinning
+    opts, thinned = (opts, False) if len(opts) * (capacity + 1) <= MAX_TABLE_CELLS else _thin(opts)
     if not jobs:
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
                                      np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
-    ages = [snap.now - snap.jobs[j].submit_time for j in jobs]
+    # Lyra's value reads no ages
+    ages = [snap.now - snap.jobs[j].submit_time for j in jobs] if settings.objective != OBJECTIVES[0] else None
     table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend, objective=settings.objective,
                         ages=ages)
     elastic = np.flatnonzero(table.sizes > 1)
     targets = table.min_workers.copy()
     if elastic.size == 0:
         return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0))
-    problem = MCKPProblem.from_padded(table.weights[elastic], np.where(np.isfinite(table.values[elastic]),
-                                                                       table.values[elastic], 0.0),
+    values = table.values[elastic]
+    problem = MCKPProblem.from_padded(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
                                       table.sizes[elastic], capacity)
     method = ALLOCATION_METHOD[settings.allocation]
     # deterministic: the MCKP core stops on its memory limit only (wall time would make answers load-dependent)
@@ -69,10 +80,14 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     if res.choice is None:
         log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
         res = solve_mckp(problem, method="hull")
-    base, step, _ = option_grid([opts[i] for i in elastic.tolist()])
     choice = np.asarray(res.choice, dtype=np.int64)
-    targets[elastic] = np.clip(base + choice * step, table.min_workers[elastic],
-                               np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size))
+    lo = table.min_workers[elastic]
+    if thinned:
+        base, step, _ = option_grid([opts[i] for i in elastic.tolist()])
+        top = np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size)
+        targets[elastic] = np.clip(base + choice * step, lo, top)
+    else:  # every row is min..max by single workers (option_grid's base min, step 1, sizes max - min + 1)
+        targets[elastic] = np.clip(lo + choice, lo, lo + table.sizes[elastic] - 1)
     report = StepReport.of(res, method=f"mckp-{res.method}")
     if thinned and settings.objective != OBJECTIVES[0]:  # the LP bound is Lyra's value's: no proven bound here
         value = _true_value(opts, table, elastic.tolist(), targets[elastic], cl.server_gpus)
