@@ -179,6 +179,23 @@ class MCKPProblem:
         return cls(weights=_readonly(w), values=_readonly(v), sizes=_readonly(s), capacity=cap)
 
     @classmethod
+    def from_table(cls, weights: np.ndarray, values: np.ndarray, sizes: np.ndarray, capacity: int) -> MCKPProblem:
+        """:meth:`from_padded` for arrays that their caller built and vouches for, such as the scale step's value
+        table: nothing is checked.
+
+        The caller guarantees int64 ``(n, m)`` weights ``>= 0`` where valid, whose heaviest items add up to less
+        than ``2**62``; float64 values, finite where valid; int64 sizes in ``1..m``; an integer capacity
+        ``>= 0``. The arrays become the problem's own (read-only; the padding is set to 0 in place) and a
+        capacity of ``2**62`` or more is stored as ``2**62``: the problem :meth:`from_padded` builds from the
+        same arguments. Running time O(n m), a few array operations.
+        """
+        valid = np.arange(weights.shape[1])[None, :] < sizes[:, None]
+        weights[~valid] = 0
+        values[~valid] = 0.0
+        return cls(weights=_readonly(weights), values=_readonly(values), sizes=_readonly(sizes),
+                   capacity=min(int(capacity), 2**62))
+
+    @classmethod
     def from_ragged(cls, weights: Sequence[Sequence[int]], values: Sequence[Sequence[float]],
                     capacity: Any) -> MCKPProblem:
         """Build from per-class sequences: ``weights[i]`` and ``values[i]`` list the items of class ``i``.

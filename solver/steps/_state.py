@@ -95,22 +95,65 @@ class Cluster:
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
-        """The index view of ``snap`` (O(S + J + H) for S servers, J jobs, H placement entries)."""
+        """The index view of ``snap`` (O(S + J + H) for S servers, J jobs, H placement entries).
+
+        The GPUs each server's running jobs use (:func:`used_gpus` of the snapshot's placements) are counted in
+        the same pass and kept for the steps. The servers' part is shared with the previous call when its
+        snapshot had the same servers tuple (a caller such as the simulator keeps it while no server changes):
+        read-only arrays, the same values.
+        """
         servers, jobs = snap.servers, snap.jobs
-        sid = {s.id: i for i, s in enumerate(servers)}
-        gpu_list = [s.gpus for s in servers]
-        kind = np.array([_TRAINING if s.pool == "training" else _CODES[s.state] for s in servers], np.int8)
-        mode = Counter(gpu_list).most_common()
-        server_gpus = max((g for g, c in mode if c == mode[0][1]), default=8)
-        return cls(
-            snap=snap, sid=sid, gpus=np.array(gpu_list, np.int64), kind=kind,
+        view = _last_servers
+        if view is None or view[0] is not servers:
+            view = _servers_view(servers)
+        _, sid, gpus, kind, server_gpus = view
+        used = [0] * len(servers)
+        placement = []
+        add = placement.append
+        for j in jobs:
+            pl = j.placement
+            if pl is None:
+                add(None)
+                continue
+            g = j.gpus_per_worker
+            p = {}
+            for k, v in pl.items():
+                s = sid[k]
+                p[s] = v
+                used[s] += v * g
+            add(p)
+        cl = cls(
+            snap=snap, sid=sid, gpus=gpus, kind=kind,
             gpw=np.array([j.gpus_per_worker for j in jobs], np.int64),
             min_w=np.array([j.min_workers for j in jobs], np.int64),
             max_w=np.array([j.max_workers for j in jobs], np.int64),
-            placement=tuple(None if (pl := j.placement) is None else {sid[k]: v for k, v in pl.items()}
-                            for j in jobs),
-            server_gpus=int(server_gpus),
+            placement=tuple(placement),
+            server_gpus=server_gpus,
         )
+        remember_used(cl, cl.placement, np.array(used, np.int64))
+        return cl
+
+
+#: The last :func:`_servers_view` made (its servers tuple first): snapshots of consecutive rounds often share it
+_last_servers: tuple | None = None
+
+
+def _servers_view(servers: tuple) -> tuple:
+    """``(servers, sid, gpus, kind, server_gpus)`` of a snapshot's servers (arrays read-only), kept as
+    :data:`_last_servers` (one entry, replaced as a whole: a concurrent call sees the old view or the new one).
+    O(S)."""
+    global _last_servers
+    sid = {s.id: i for i, s in enumerate(servers)}
+    gpu_list = [s.gpus for s in servers]
+    kind = np.array([_TRAINING if s.pool == "training" else _CODES[s.state] for s in servers], np.int8)
+    mode = Counter(gpu_list).most_common()
+    server_gpus = max((g for g, c in mode if c == mode[0][1]), default=8)
+    gpus = np.array(gpu_list, np.int64)
+    gpus.setflags(write=False)
+    kind.setflags(write=False)
+    view = (servers, sid, gpus, kind, int(server_gpus))
+    _last_servers = view
+    return view
 
 
 _TRAINING = int(ServerKind.TRAINING)

@@ -72,8 +72,9 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     if elastic.size == 0:
         return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0))
     values = table.values[elastic]
-    problem = MCKPProblem.from_padded(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
-                                      table.sizes[elastic], capacity)
+    # the table's own arrays (int64 weights >= 0, sizes >= 1, values finite once the padding's -inf are 0)
+    problem = MCKPProblem.from_table(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
+                                     table.sizes[elastic], capacity)
     method = ALLOCATION_METHOD[settings.allocation]
     # deterministic: the MCKP core stops on its memory limit only (wall time would make answers load-dependent)
     res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
