@@ -212,6 +212,34 @@ def test_used_gpus_of_a_step_result_is_kept_read_only_and_right():
     assert first.tolist() == [2, 0] and used_gpus(cl, work).tolist() == [0, 2]
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), running=st.floats(0.0, 1.0))
+def test_index_view_sharing_the_servers_is_the_view_afresh(seed, running):
+    """:meth:`Cluster.of` shares the servers' part with the previous call on the same servers tuple (the
+    simulator keeps it between rounds) and counts the snapshot's used GPUs in its placement pass: each view
+    equals the one built with nothing shared, and the used GPUs it keeps equal the sum :func:`used_gpus` makes
+    of a list (never kept)."""
+    import msgspec
+    from lyra_solver.steps import _state
+    from lyra_solver.steps._state import Cluster, used_gpus
+
+    snap = io.parse_snapshot(json.dumps(generate_snapshot(servers=6, jobs=12, seed=seed,
+                                                          running_share=running)).encode())
+    fewer = msgspec.structs.replace(snap, jobs=snap.jobs[: len(snap.jobs) // 2])  # the same servers tuple
+    other = io.parse_snapshot(json.dumps(generate_snapshot(servers=7, jobs=5, seed=seed)).encode())
+    for s in (snap, fewer, other, snap):
+        shared = Cluster.of(s)
+        _state._last_servers = None
+        fresh = Cluster.of(s)
+        for name in ("sid", "server_gpus", "placement"):
+            assert getattr(shared, name) == getattr(fresh, name)
+        for name in ("gpus", "kind", "gpw", "min_w", "max_w"):
+            assert getattr(shared, name).tolist() == getattr(fresh, name).tolist()
+        assert not shared.gpus.flags.writeable and not shared.kind.flags.writeable
+        kept = used_gpus(shared, shared.placement)
+        assert kept.tolist() == used_gpus(shared, list(shared.placement)).tolist()
+
+
 def test_an_unchanged_placement_is_the_snapshots_in_server_order():
     """A running job no step moves keeps its snapshot placement: the decision shows it with its servers in the
     snapshot's server order (the order every decision writes), whatever order the snapshot gave them in, and
