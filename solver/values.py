@@ -32,8 +32,9 @@ from lyra_solver.throughput import _profiles, rate_one
 from lyra_solver.types import PowerThroughput, ProfileThroughput, TableThroughput
 from lyra_solver.value_types import TIME_CAP, JobOptions, ValueTable
 
-__all__ = ["AUTO_MIN_CELLS", "BACKENDS", "TIME_CAP", "JobOptions", "ValueTable", "lp_bound", "option_grid",
-           "option_value", "resolve_backend", "times_at", "value_table", "value_table_scalar", "value_tables"]
+__all__ = ["AUTO_MIN_CELLS", "BACKENDS", "TIME_CAP", "JobOptions", "ValueTable", "lp_bound", "lyra_table",
+           "option_grid", "option_value", "resolve_backend", "times_at", "value_table", "value_table_scalar",
+           "value_tables"]
 
 
 def option_value(table: ValueTable, row: int, job: JobOptions, w: int, *, server_gpus: int = 8) -> float:
@@ -216,10 +217,37 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
         cols = list(zip(*jobs, strict=True))
     mins, maxs, gpw, cur, step, pin = _columns(jobs, _TABLE_INTS, np.int64, cols)
     work, pen = _columns(jobs, _TABLE_FLOATS, np.float64, cols)
+    return _table_numpy(cols[0] if n else [], mins, maxs, gpw, cur, step, pin, work, pen, server_gpus, objective,
+                        extra)
+
+
+def lyra_table(throughputs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw: np.ndarray, cur: np.ndarray,
+               work: np.ndarray, pen: np.ndarray, *, server_gpus: int = 8) -> ValueTable:
+    """:func:`value_table` of Lyra's value (``jct-reduction``) on numpy for jobs given as columns: row ``i`` is
+    the job ``JobOptions(throughputs[i], mins[i], maxs[i], work[i], gpw[i], cur[i], pen[i])``, every count
+    ``mins[i]..maxs[i]`` (step 1).
+
+    For a caller that has the columns already (the scale step, from the index view's arrays): the table
+    :func:`value_table` makes of those options with ``backend="numpy"``, bit for bit, without a
+    :class:`JobOptions` per job. Integer columns are int64 arrays, ``work`` and ``pen`` float64 arrays, of one
+    length (at least 1).
+
+    Running time that of :func:`value_table`: O(J M) for J jobs and M options in the widest row.
+    """
+    ones = np.ones_like(mins)
+    return _table_numpy(throughputs, mins, maxs, gpw, cur, ones, ones - 1, work, pen, server_gpus, "jct-reduction",
+                        None)
+
+
+def _table_numpy(throughputs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw: np.ndarray, cur: np.ndarray,
+                 step: np.ndarray, pin: np.ndarray, work: np.ndarray, pen: np.ndarray, server_gpus: int,
+                 objective: str, extra: tuple[np.ndarray, np.ndarray] | None) -> ValueTable:
+    """The numpy table of the jobs' columns (:func:`_value_table_numpy` after transposing the options)."""
+    n = mins.shape[0]
     base, step, sizes = _grid(mins, maxs, np.maximum(step, 1), cur, pin)
     m = int(sizes.max()) if n else 1
     # rows of step 1 only (base is mins): a thinned grid is numpy's
-    compiled = _compiled_profile_table(cols[0], mins, maxs, gpw, cur, work, pen, m, server_gpus) \
+    compiled = _compiled_profile_table(throughputs, mins, maxs, gpw, cur, work, pen, m, server_gpus) \
         if n and base is mins else None
     if compiled is not None:  # every job a profile, the kernels loaded: one call, the same floats
         w, times, lyra, weights = compiled
@@ -232,7 +260,7 @@ def _value_table_numpy(jobs: Sequence[JobOptions], server_gpus: int, objective: 
     if compiled is None:
         # padding repeats the last option; a thinned row (step > 1) starts at min and ends at max
         w = _clamp(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
-        rate = _rates(cols[0] if n else [], w, gpw, server_gpus)
+        rate = _rates(throughputs, w, gpw, server_gpus)
         with np.errstate(over="ignore", divide="ignore"):  # huge work over a tiny rate: inf, capped just below
             times = np.minimum(work[:, None] / rate, TIME_CAP)
     restart = (cur[:, None] > 0) & (w != cur[:, None])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from operator import attrgetter
 
 import numpy as np
 from lyra_solver.formulations import SolveResult, relative_gap
@@ -22,7 +23,17 @@ from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
 from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD, OBJECTIVES
 from lyra_solver.objectives import JOINT_ADMISSION, horizons, preempt_values, wait_values
 from lyra_solver.steps._state import RoundState, Scaled, Settings, StepReport, usable_servers, used_gpus
-from lyra_solver.values import TIME_CAP, JobOptions, ValueTable, lp_bound, option_grid, option_value, value_table
+from lyra_solver.values import (
+    TIME_CAP,
+    JobOptions,
+    ValueTable,
+    lp_bound,
+    lyra_table,
+    option_grid,
+    option_value,
+    resolve_backend,
+    value_table,
+)
 
 __all__ = ["MAX_REFINE_ROUNDS", "MAX_TABLE_CELLS", "job_options", "scale"]
 
@@ -55,18 +66,22 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     jobs = tuple(jobs_run)
     usable = usable_servers(cl, rec, state.borrowed)
     capacity = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum()) + extra_gpus
-    opts = job_options(state, jobs, cur, capacity)
-    # a row holds at most capacity + 1 options (job_options cuts what is heavier than the capacity; a donor's
-    # extra workers are within it): a table within the limit that way needs no thinning
-    opts, thinned = (opts, False) if len(opts) * (capacity + 1) <= MAX_TABLE_CELLS else _thin(opts)
     if not jobs:
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
                                      np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
-    # Lyra's value reads no ages
-    ages = [snap.now - snap.jobs[j].submit_time for j in jobs] if settings.objective != OBJECTIVES[0] else None
-    table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend, objective=settings.objective,
-                        ages=ages)
+    # a row holds at most capacity + 1 options (job_options cuts what is heavier than the capacity; a donor's
+    # extra workers are within it): a table within the limit that way needs no thinning
+    table, opts, thinned = None, None, False
+    if settings.objective == OBJECTIVES[0] and len(jobs) * (capacity + 1) <= MAX_TABLE_CELLS:
+        table = _lyra_table(state, jobs, [cur[j] for j in jobs], capacity, settings.backend)
+    if table is None:
+        opts = job_options(state, jobs, cur, capacity)
+        opts, thinned = (opts, False) if len(opts) * (capacity + 1) <= MAX_TABLE_CELLS else _thin(opts)
+        # Lyra's value reads no ages
+        ages = [snap.now - snap.jobs[j].submit_time for j in jobs] if settings.objective != OBJECTIVES[0] else None
+        table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend,
+                            objective=settings.objective, ages=ages)
     elastic = np.flatnonzero(table.sizes > 1)
     targets = table.min_workers.copy()
     if elastic.size == 0:
@@ -298,6 +313,37 @@ def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
                 "among the thinned options, its bound is over every option", elastic, int(widths.max()),
                 MAX_TABLE_CELLS)
     return out, True
+
+
+_THROUGHPUT, _WORK, _RESTART = (attrgetter(name) for name in ("throughput", "remaining_work", "restart_penalty"))
+
+
+def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: list[int], capacity: int,
+                backend: str) -> ValueTable | None:
+    """Lyra's value table of the jobs that run, the options of :func:`job_options` (same ranges, counts and
+    restarts) taken as columns from the index view's arrays (:func:`lyra_solver.values.lyra_table`), without a
+    :class:`JobOptions` per job: the table :func:`value_table` makes of them, bit for bit. ``None`` where
+    ``backend`` would run that table on a GPU library (the caller then builds the options). O(J) array work
+    and O(J M) for the table."""
+    cl, shrunk, donors = state.cluster, state.reclaimed.shrunk, state.admitted.donors
+    idx = np.array(jobs, np.int64)
+    lo, g = cl.min_w[idx], cl.gpw[idx]
+    top = np.minimum(cl.max_w[idx], lo + capacity // g)
+    cur = np.array(current, np.int64)
+    charged = cur > 0  # restart charged: running, and neither shrunk by the reclaim nor a donor
+    if shrunk:
+        charged &= ~np.isin(idx, list(shrunk))
+    if donors:  # a donor keeps its count (and restarts anyway)
+        gave = np.isin(idx, list(donors))
+        top = np.where(gave, cur, top)
+        charged &= ~gave
+    if resolve_backend(backend, len(jobs) * (int((top - lo).max()) + 1)) != "numpy":  # value_table's choice
+        return None
+    snap_jobs = cl.snap.jobs
+    run = [snap_jobs[j] for j in jobs]
+    pen = np.where(charged, np.fromiter(map(_RESTART, run), np.float64, len(run)), 0.0)
+    return lyra_table(list(map(_THROUGHPUT, run)), lo, top, g, cur, np.fromiter(map(_WORK, run), np.float64, len(run)),
+                      pen, server_gpus=cl.server_gpus)
 
 
 def job_options(state: RoundState, jobs: tuple[int, ...], current: dict[int, int], capacity: int) -> list[JobOptions]:

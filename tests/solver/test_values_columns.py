@@ -1,0 +1,92 @@
+"""Lyra's value table from columns (values.lyra_table, the scale step's path) against the table of JobOptions."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lyra_solver import io
+from lyra_solver.bench.generate import generate_snapshot
+from lyra_solver.values import lyra_table, value_table
+
+from tests.solver.test_values import job_options, profile_options
+
+_ARRAYS = ("values", "weights", "times", "sizes", "min_workers")
+
+
+def _columns(jobs):
+    ints = [np.array([getattr(j, f) for j in jobs], np.int64)
+            for f in ("min_workers", "max_workers", "gpus_per_worker", "current_workers")]
+    floats = [np.array([getattr(j, f) for j in jobs], np.float64) for f in ("remaining_work", "restart_penalty")]
+    return [j.throughput for j in jobs], ints, floats
+
+
+def _assert_same(a, b):
+    for name in _ARRAYS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and x.shape == y.shape, name
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+    assert a.objective == b.objective and a.ages is None and a.job_weights is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs=st.lists(st.one_of(job_options(), profile_options()), min_size=1, max_size=15),
+       server_gpus=st.sampled_from([4, 8, 16]), compiled=st.booleans())
+def test_lyra_table_is_value_table_bit_for_bit(jobs, server_gpus, compiled):
+    """Every kind of throughput, with the package's compiled kernels loaded or not: the same arrays."""
+    from lyra_solver import values
+    from lyra_solver.formulations.mckp._numba import load
+
+    if compiled:
+        assert load()
+    tps, (mins, maxs, gpw, cur), (work, pen) = _columns(jobs)
+    with np.errstate(invalid="ignore", divide="ignore"), pytest.MonkeyPatch.context() as mp:
+        if not compiled:
+            mp.setattr(values, "_numba_loaded", lambda: False)
+        got = lyra_table(tps, mins, maxs, gpw, cur, work, pen, server_gpus=server_gpus)
+        ref = value_table(jobs, server_gpus=server_gpus, backend="numpy")
+    _assert_same(got, ref)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), reclaim=st.integers(0, 3), running=st.floats(0.5, 0.9))
+def test_scale_step_from_columns_is_the_options_table(seed, reclaim, running):
+    """The scale step takes Lyra's table from the index view's columns (:func:`lyra_table`); building it from
+    :func:`job_options` instead gives the same table and the same worker counts, on rounds with shrunk jobs
+    (a reclaim) and donors (a crowded queue)."""
+    import lyra_solver.steps.scale as scale_mod
+    from lyra_solver.pipeline import settings_of
+    from lyra_solver.steps import STEPS, RoundState
+    from lyra_solver.steps._state import Cluster
+
+    snap = io.parse_snapshot(json.dumps(generate_snapshot(servers=6, jobs=30, seed=seed, reclaim=reclaim,
+                                                          running_share=running)).encode())
+    state = RoundState(Cluster.of(snap))
+    opts = dataclasses.replace(settings_of(snap), deterministic=True)
+    for name, step in STEPS[:3]:
+        state = dataclasses.replace(state, **{name: step(state, opts)})
+    taken = []
+    real = scale_mod._lyra_table
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scale_mod, "_lyra_table", lambda *a: taken.append(real(*a)) or taken[-1])
+        fast = scale_mod.scale(state, opts)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scale_mod, "_lyra_table", lambda *a: None)
+        ref = scale_mod.scale(state, opts)
+    assert fast.jobs == ref.jobs
+    if fast.jobs:
+        assert len(taken) == 1 and taken[0] is not None
+        _assert_same(fast.table, ref.table)
+    assert fast.targets.tolist() == ref.targets.tolist() and fast.report == ref.report
+    # and at any capacity (a wide one leaves the shrunk jobs' and donors' rows more than one option)
+    admitted = set(state.admitted.admitted)
+    jobs = tuple(j for j, p in enumerate(state.admitted.placement) if p)
+    cur = {j: 0 if j in admitted else sum(state.admitted.placement[j].values()) for j in jobs}
+    for capacity in (0, 7, 1000):
+        if jobs:
+            got = scale_mod._lyra_table(state, jobs, [cur[j] for j in jobs], capacity, "numpy")
+            _assert_same(got, value_table(scale_mod.job_options(state, jobs, cur, capacity),
+                                          server_gpus=state.cluster.server_gpus, backend="numpy"))
