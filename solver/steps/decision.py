@@ -46,9 +46,8 @@ def _value_of(state: RoundState, j: int, w: int, row: int) -> float:
 
 
 def _ascending(p: dict[int, int]) -> bool:
-    """Whether the server indices of ``p`` come in increasing order."""
-    keys = list(p)
-    return all(a < b for a, b in zip(keys, keys[1:]))  # noqa: B905 - one shorter by construction
+    """Whether the server indices of ``p`` come in increasing order (distinct keys: sorted is increasing)."""
+    return list(p) == sorted(p)
 
 
 _WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # frozen: shared by every such job
