@@ -12,6 +12,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields
+from itertools import compress
 
 import numpy as np
 from lyra_solver.formulations import SolveResult
@@ -278,10 +279,11 @@ def used_gpus(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPlaceme
         if hit is not None and hit[0] is placement:
             return hit[1]
     used = [0] * cl.gpus.shape[0]
-    for g, pl in zip(cl.gpw.tolist(), placement, strict=True):
-        if pl:
-            for s, n in pl.items():
-                used[s] += n * g
+    if len(placement) != cl.gpw.shape[0]:
+        raise ValueError(f"used_gpus: {len(placement)} placements for {cl.gpw.shape[0]} jobs")
+    for g, pl in compress(zip(cl.gpw.tolist(), placement, strict=True), placement):  # the jobs with workers
+        for s, n in pl.items():
+            used[s] += n * g
     out = np.array(used, dtype=np.int64)
     if type(placement) is tuple:
         remember_used(cl, placement, out)
