@@ -244,3 +244,34 @@ def test_decide_leaves_the_garbage_collector_as_it_found_it():
     with pytest.raises(TypeError):
         decide(None)
     assert gc.isenabled()
+
+
+@st.composite
+def _tables(draw):
+    """Table throughputs (strictly increasing positive worker counts, positive rates, equal rates included) and
+    worker counts inside, at and outside each table's points."""
+    from lyra_solver.types import TableThroughput
+
+    rows = draw(st.integers(1, 24))
+    tables, xs = [], []
+    cols = draw(st.integers(1, 6))
+    for _ in range(rows):
+        workers = sorted(draw(st.sets(st.integers(1, 40), min_size=1, max_size=6)))
+        rate = draw(st.lists(st.sampled_from([1.0, 2.5, 3e-300, 1e308]) | st.floats(1e-3, 1e6),
+                             min_size=len(workers), max_size=len(workers)))
+        tables.append(TableThroughput(workers=tuple(workers), rate=tuple(rate)))
+        xs.append(draw(st.lists(st.integers(0, 45), min_size=cols, max_size=cols)))
+    return tables, np.array(xs, dtype=np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_tables())
+def test_table_rates_in_one_pass_are_np_interp_bit_for_bit(case):
+    """The sjf key (and the value table) interpolate all table rows at once (``values._interp_rows``): the same
+    floats as one ``np.interp`` per row, ties of equal rates and points outside the table included."""
+    from lyra_solver.values import _interp_rows
+
+    tables, x = case
+    got = _interp_rows(tables, x)
+    ref = np.array([np.interp(x[i], t.workers, t.rate) for i, t in enumerate(tables)])
+    assert got.tobytes() == ref.tobytes()
