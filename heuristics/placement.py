@@ -14,11 +14,54 @@ from __future__ import annotations
 
 import bisect
 import time
+from functools import cache
+from types import ModuleType
 
 import numpy as np
 from lyra_solver.formulations._result import Status
 from lyra_solver.formulations.placement import Placement, PlacementProblem, PlacementResult
 from lyra_solver.formulations.vocabulary import Tier
+
+#: Jobs (queued ones for admission, moving ones for placement) from which a round loads the package's numba
+#: kernels (:func:`lyra_solver.formulations.mckp._numba.load`) to take the compiled twins
+#: (:mod:`lyra_solver.heuristics._nbadmit`): the Python admission and placement of 20,000 queued jobs on 5,000
+#: servers take about 0.15 s a round, the loading (once per process, from numba's disk cache) about 1 s.
+LOAD_MIN_JOBS = 20_000
+
+#: Jobs below which the Python twins run even when the kernels are loaded: the compiled call's fixed cost (the
+#: arrays in, the dicts out) is more than the Python loop's on a few dozen jobs.
+COMPILED_MIN_JOBS = 32
+
+#: Largest free-GPU count (server size) for which the compiled twins keep their arrays per free count: their
+#: index holds ``tiers x (largest + 1)`` counts and, for donation, as many bitsets over the servers.
+DENSE_MAX = 1 << 12
+
+
+def compiled(n_jobs: int, largest: int) -> ModuleType | None:
+    """The compiled twins (:mod:`lyra_solver.heuristics._nbadmit`) for a round of ``n_jobs`` jobs to admit or
+    place on servers of at most ``largest`` GPUs, or ``None`` for the Python ones.
+
+    The rule of :mod:`lyra_solver.formulations.mckp._numba`: compiled when the package's kernels are loaded in
+    the process already, or when the round is large (:data:`LOAD_MIN_JOBS`, which loads them); not for tiny
+    rounds (:data:`COMPILED_MIN_JOBS`) nor servers beyond :data:`DENSE_MAX` GPUs. Both give the same answers.
+    """
+    if n_jobs < COMPILED_MIN_JOBS or largest > DENSE_MAX:
+        return None
+    from lyra_solver.formulations.mckp import _numba
+
+    if not _numba.loaded() and (n_jobs < LOAD_MIN_JOBS or not _numba.load()):
+        return None
+    return _kernels()
+
+
+@cache
+def _kernels() -> ModuleType | None:
+    """:mod:`lyra_solver.heuristics._nbadmit`, imported once (``None`` when numba cannot be imported)."""
+    try:
+        import lyra_solver.heuristics._nbadmit as nb
+    except ImportError:
+        return None
+    return nb
 
 
 class FreeIndex:

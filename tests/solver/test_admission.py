@@ -275,3 +275,65 @@ def test_table_rates_in_one_pass_are_np_interp_bit_for_bit(case):
     got = _interp_rows(tables, x)
     ref = np.array([np.interp(x[i], t.workers, t.rate) for i, t in enumerate(tables)])
     assert got.tobytes() == ref.tobytes()
+
+
+def _mixed(seed: int, servers: int, jobs: int, gpus: int, reclaim: int, grow: int) -> dict:
+    """A crowded snapshot whose servers got up to ``grow`` GPUs more each (seeded): free counts and rooms of every
+    size, and ties among servers left as generated."""
+    snap = _crowded(seed, servers, jobs, gpus, reclaim)
+    rng = np.random.default_rng(seed)
+    for s in snap["servers"]:
+        if grow and rng.random() < 0.5:
+            s["gpus"] += int(rng.integers(1, grow + 1))
+    return snap
+
+
+def _both_paths(state, settings):
+    """Admission by the Python twin and by the compiled one (forced at every size), and how often the compiled
+    kernel ran."""
+    from lyra_solver.formulations.mckp import _numba
+    from lyra_solver.heuristics import placement as hp
+
+    if not _numba.load():
+        pytest.skip("numba is not available")
+    nb = hp._kernels()
+    calls = []
+    real = nb.admit_all
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(nb, "admit_all", lambda *a: calls.append(1) or real(*a))
+        mp.setattr(hp, "COMPILED_MIN_JOBS", 10**18)
+        python = admit(state, settings)
+        mp.setattr(hp, "COMPILED_MIN_JOBS", 0)
+        fast = admit(state, settings)
+    return python, fast, len(calls)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), servers=st.integers(1, 40), jobs=st.integers(1, 200),
+       gpus=st.sampled_from([1, 2, 4, 8]), reclaim=st.integers(0, 4), grow=st.sampled_from([0, 0, 3, 9]),
+       queue=st.sampled_from(["sjf", "fifo", "las"]))
+def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, reclaim, grow, queue):
+    """The compiled admission (:func:`lyra_solver.heuristics._nbadmit.admit_all`) gives the Python passes'
+    placements (the same dicts, in the same order), admitted jobs in the same order and donors, on crowded
+    clusters of equal servers (ties everywhere) and of mixed sizes; the GPUs used that it leaves for the later
+    steps are the full count's."""
+    state, cl, *_rest, settings, _times = _steps(_mixed(seed, servers, jobs, gpus, reclaim, grow), queue=queue)
+    python, fast, calls = _both_paths(state, settings)
+    assert calls == 1
+    assert [None if p is None else list(p.items()) for p in fast.placement] == \
+           [None if p is None else list(p.items()) for p in python.placement]
+    assert fast.admitted == python.admitted
+    assert fast.donors == python.donors
+    assert np.array_equal(used_gpus(cl, fast.placement), used_gpus(cl, list(python.placement)))
+
+
+def test_compiled_admission_is_not_compared_on_empty_rounds_only():
+    """The comparison above sees both passes at work: jobs admitted into free GPUs and by donation."""
+    donors = admitted = 0
+    for seed in range(6):
+        state, *_rest, settings, _times = _steps(_mixed(seed, 12, 120, 8, 1, 3))
+        python, fast, _calls = _both_paths(state, settings)
+        assert fast.placement == python.placement and fast.donors == python.donors
+        donors += len(fast.donors)
+        admitted += len(fast.admitted) - len(fast.donors)
+    assert donors > 0 and admitted > 0
