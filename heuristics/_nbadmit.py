@@ -467,3 +467,152 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
         adm_ptr[n_adm + 1] = start + m
         n_adm += 1
     return adm_job[:n_adm], adm_ptr[:n_adm + 1], adm_srv, adm_cnt, gave, 0
+
+
+# --------------------------------------------------------------------------------------------- best fit decreasing
+@numba.njit(cache=True, nogil=True)
+def bfd_place(free, loaned, job_workers, job_base, gpw, cur_job, cur_server, cur_count,
+              keep_current):  # pragma: no cover - compiled
+    """The placing loop of :func:`~lyra_solver.heuristics.placement.best_fit_decreasing`, its Python twin's
+    answers: each job keeps ``min(current, target)`` of its current workers with ``keep_current`` (loaned servers
+    dropped first, then where it has fewest, then the higher index); then the jobs that need workers, by GPUs per
+    worker, then workers needed (both decreasing), then index, place their base demand on training servers first
+    and their extra workers on loaned servers first (together where no loaned server has room for a worker), on
+    the free index.
+
+    Returns ``(ptr, srv, cnt, have, bad)``: job ``j``'s workers per server ``srv[ptr[j]:ptr[j+1]]`` (increasing
+    server, counts in ``cnt``), the workers each job got, and ``bad`` (1: the current placements exceed the free
+    GPUs, or a job is twice on a server; the caller leaves those to the Python twin, which refuses the first).
+    """
+    S = free.shape[0]
+    J = job_workers.shape[0]
+    C = cur_job.shape[0]
+    left_free = free.astype(np.int64)
+    # ---- keep current workers up to the new count (per job: loaned last, most workers first, then index)
+    kept_ptr = np.zeros(J + 1, dtype=np.int64)
+    for i in range(C):
+        kept_ptr[cur_job[i] + 1] += 1
+    for j in range(J):
+        kept_ptr[j + 1] += kept_ptr[j]
+    fill = kept_ptr[:J].copy()
+    k_srv = np.empty(C, dtype=np.int64)
+    k_cnt = np.empty(C, dtype=np.int64)
+    for i in range(C):
+        j = cur_job[i]
+        k_srv[fill[j]] = cur_server[i]
+        k_cnt[fill[j]] = cur_count[i]
+        fill[j] += 1
+    have = np.zeros(J, dtype=np.int64)
+    on_training = np.zeros(J, dtype=np.int64)
+    seen = np.full(S, -1, dtype=np.int64)
+    for j in range(J):
+        a, b = kept_ptr[j], kept_ptr[j + 1]
+        for i in range(a, b):
+            if seen[k_srv[i]] == j:
+                return kept_ptr, k_srv, k_cnt, have, 1
+            seen[k_srv[i]] = j
+        if b - a > 1:  # by (loaned, -count, server): insertion sort of a job's few entries
+            for i in range(a + 1, b):
+                s, c = k_srv[i], k_cnt[i]
+                m = i - 1
+                while m >= a and (loaned[k_srv[m]], -k_cnt[m], k_srv[m]) > (loaned[s], -c, s):
+                    k_srv[m + 1] = k_srv[m]
+                    k_cnt[m + 1] = k_cnt[m]
+                    m -= 1
+                k_srv[m + 1] = s
+                k_cnt[m + 1] = c
+        keep = job_workers[j] if keep_current else 0
+        for i in range(a, b):
+            k = k_cnt[i] if k_cnt[i] < keep else keep
+            if k < 0:
+                k = 0
+            k_cnt[i] = k
+            keep -= k
+            have[j] += k
+            if not loaned[k_srv[i]]:
+                on_training[j] += k
+            left_free[k_srv[i]] -= k * gpw[j]
+    for s in range(S):
+        if left_free[s] < 0:
+            return kept_ptr, k_srv, k_cnt, have, 1
+    # ---- the free index over training (0) and loaned (1) servers
+    tier = np.zeros(S, dtype=np.int64)
+    top = 0
+    for s in range(S):
+        if loaned[s]:
+            tier[s] = 1
+        if left_free[s] > top:
+            top = left_free[s]
+    need = job_workers - have
+    total_need = 0
+    for j in range(J):
+        if need[j] > 0:
+            total_need += need[j]
+    cnt, head, nsrv, nnext, nlen = _fi_new(left_free, tier, 2, top, total_need)
+    # jobs that need workers by (-gpw, -need, j): two stable sorts
+    cand = np.flatnonzero(need > 0)
+    cand = cand[np.argsort(-need[cand], kind="mergesort")]
+    cand = cand[np.argsort(-gpw[cand], kind="mergesort")]
+    base_first = np.array([0, 1], dtype=np.int64)
+    extra_first = np.array([1, 0], dtype=np.int64)
+    # each job's entries: kept ones, then those placed (at most one new server per worker placed)
+    start = np.zeros(J + 1, dtype=np.int64)
+    for j in range(J):
+        start[j + 1] = start[j] + (kept_ptr[j + 1] - kept_ptr[j]) + (need[j] if need[j] > 0 else 0)
+    o_srv = np.empty(start[J] + 1, dtype=np.int64)
+    o_cnt = np.empty(start[J] + 1, dtype=np.int64)
+    o_len = np.zeros(J, dtype=np.int64)
+    for j in range(J):
+        m = 0
+        for i in range(kept_ptr[j], kept_ptr[j + 1]):
+            if k_cnt[i] > 0:
+                o_srv[start[j] + m] = k_srv[i]
+                o_cnt[start[j] + m] = k_cnt[i]
+                m += 1
+        o_len[j] = m
+    pos = np.full(S, -1, dtype=np.int64)
+    out_len = np.zeros(1, dtype=np.int64)
+    for j in cand:
+        g = gpw[j]
+        nj = need[j]
+        base_left = job_base[j] - on_training[j]
+        if base_left < 0:
+            base_left = 0
+        base = base_left if base_left < nj else nj
+        extra = nj - base
+        if base > 0 and extra > 0 and _fi_capacity(g, 1, 2, cnt) == 0:
+            base, extra = base + extra, 0
+        out_srv = o_srv[start[j]:]
+        out_cnt = o_cnt[start[j]:]
+        out_len[0] = o_len[j]
+        for i in range(o_len[j]):
+            pos[out_srv[i]] = i
+        got = 0
+        if base > 0:
+            got = _fi_place(base, g, base_first, out_srv, out_cnt, out_len, pos, left_free, tier, cnt, head, nsrv,
+                            nnext, nlen)
+        if got == base and extra > 0:
+            got += _fi_place(extra, g, extra_first, out_srv, out_cnt, out_len, pos, left_free, tier, cnt, head,
+                             nsrv, nnext, nlen)
+        have[j] += got
+        o_len[j] = out_len[0]
+        for i in range(out_len[0]):
+            pos[out_srv[i]] = -1
+    # ---- each job's entries by increasing server, packed in job order
+    ptr = np.zeros(J + 1, dtype=np.int64)
+    for j in range(J):
+        ptr[j + 1] = ptr[j] + o_len[j]
+    srv = np.empty(ptr[J], dtype=np.int64)
+    cnt_out = np.empty(ptr[J], dtype=np.int64)
+    for j in range(J):
+        a = start[j]
+        m = o_len[j]
+        if m == 1:
+            srv[ptr[j]] = o_srv[a]
+            cnt_out[ptr[j]] = o_cnt[a]
+        elif m > 1:
+            idx = np.argsort(o_srv[a:a + m])
+            for i in range(m):
+                srv[ptr[j] + i] = o_srv[a + idx[i]]
+                cnt_out[ptr[j] + i] = o_cnt[a + idx[i]]
+    return ptr, srv, cnt_out, have, 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import time
 from functools import cache
+from itertools import islice
 from types import ModuleType
 
 import numpy as np
@@ -206,7 +207,9 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
     ILP: the measured rate of a placement falls with the servers it spans.
 
     Running time O(C log C + sum_j (servers used by j) * G) with G the largest free GPU count, plus O(size of the
-    placement) for the objective (``evaluate``).
+    placement) for the objective (``evaluate``). The placing loop has a compiled twin
+    (:func:`lyra_solver.heuristics._nbadmit.bfd_place`: the same placement, tie for tie), taken by the rule of
+    :func:`compiled`: on the 17,000 jobs that a 12,500 x 50,000 round places, about 6 ms instead of 60.
 
     Examples
     --------
@@ -225,6 +228,10 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
     start = time.perf_counter()
     J = problem.n_jobs
     gpw = problem.job_gpus_per_worker
+    nb = compiled(J, int(problem.server_free.max(initial=0)))
+    fast = _bfd_compiled(nb, problem, keep_current) if nb is not None else None
+    if fast is not None:
+        return _bfd_result(problem, *fast, start, evaluate)
     loaned = problem.server_loaned
     per_job: list[dict[int, int]] = [{} for _ in range(J)]
     free = problem.server_free.astype(np.int64).copy()
@@ -265,6 +272,26 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
             got += index.place(extra, g, (LOANED, TRAINING), per_job[j])
         have[j] += got
     placement = Placement(per_job=tuple(tuple(sorted(d.items())) for d in per_job))
+    return _bfd_result(problem, placement, have, start, evaluate)
+
+
+def _bfd_compiled(nb, problem: PlacementProblem, keep_current: bool) -> tuple[Placement, np.ndarray] | None:
+    """:func:`best_fit_decreasing`'s placement and workers per job by its compiled twin
+    (:func:`lyra_solver.heuristics._nbadmit.bfd_place`), or ``None`` where the twin leaves the problem to the Python
+    loop (current placements beyond the free GPUs, which that refuses). O(S + J + C) array work plus O(size of the
+    placement) to build its tuples."""
+    ptr, srv, cnt, have, bad = nb.bfd_place(problem.server_free, problem.server_loaned, problem.job_workers,
+                                             problem.job_base, problem.job_gpus_per_worker, problem.cur_job,
+                                             problem.cur_server, problem.cur_count, bool(keep_current))
+    if bad:
+        return None
+    entries = zip(srv.tolist(), cnt.tolist(), strict=True)  # job after job, by increasing server
+    return Placement(per_job=tuple(tuple(islice(entries, n)) for n in np.diff(ptr).tolist())), have
+
+
+def _bfd_result(problem: PlacementProblem, placement: Placement, have: np.ndarray, start: float,
+                evaluate: bool) -> PlacementResult:
+    """:func:`best_fit_decreasing`'s result for its ``placement`` (``have``: the workers each job got)."""
     short = int((problem.job_workers - have).sum())
     if short:
         return PlacementResult(status=Status.NO_SOLUTION, objective=None, bound=None, gap=None,
