@@ -24,6 +24,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 from lyra_solver.objectives import check_objective, horizons, objective_values, prepare, value_scalar
@@ -282,17 +284,19 @@ def _rates(throughputs: Sequence, w: np.ndarray, gpw: np.ndarray, server_gpus: i
     :func:`value_table` (which calls it) whatever the caller."""
     n, m = w.shape
     rate = np.empty((n, m), dtype=np.float64)
-    kinds = np.fromiter((_KIND[type(t)] for t in throughputs), np.int8, n)
+    # the columns are read by C-level maps (attrgetter), not generator expressions: half the time on 43,000 jobs
+    kinds = np.fromiter(map(_KIND.__getitem__, map(type, throughputs)), np.int8, n)
     # power law: one broadcast over all power jobs
     idx = np.flatnonzero(kinds == 0)
     if idx.size:
-        r = np.fromiter((throughputs[i].rate_per_worker for i in idx), np.float64, idx.size)
-        e = np.fromiter((throughputs[i].exponent for i in idx), np.float64, idx.size)
+        power = list(map(throughputs.__getitem__, idx.tolist()))
+        r = np.fromiter(map(_RATE_PER_WORKER, power), np.float64, idx.size)
+        e = np.fromiter(map(_EXPONENT, power), np.float64, idx.size)
         rate[idx] = r[:, None] * w[idx].astype(np.float64) ** e[:, None]
     # measured tables: np.interp's numbers, one interp per job for a few, else all rows at once
     idx = np.flatnonzero(kinds == 1)
     if idx.size >= _INTERP_ROWS_MIN:
-        rate[idx] = _interp_rows([throughputs[i] for i in idx.tolist()], w[idx])
+        rate[idx] = _interp_rows(list(map(throughputs.__getitem__, idx.tolist())), w[idx])
     else:
         for i in idx.tolist():
             tp = throughputs[i]
@@ -302,8 +306,8 @@ def _rates(throughputs: Sequence, w: np.ndarray, gpw: np.ndarray, server_gpus: i
     idx = np.flatnonzero(kinds == 2)
     if idx.size:
         index, stack, n_max, k_max = _profile_stack()
-        il = idx.tolist()
-        model = np.fromiter((index[throughputs[i].model] for i in il), np.int64, idx.size)
+        model = np.fromiter(map(index.__getitem__, map(_MODEL, map(throughputs.__getitem__, idx.tolist()))),
+                            np.int64, idx.size)
         per_server = np.maximum(server_gpus // gpw[idx], 1)
         ww = w[idx]
         k = -(-ww // per_server[:, None])
@@ -311,6 +315,9 @@ def _rates(throughputs: Sequence, w: np.ndarray, gpw: np.ndarray, server_gpus: i
                           _clamp(k, 1, k_max[model][:, None]) - 1] * ww
     return rate
 
+
+_RATE_PER_WORKER, _EXPONENT = attrgetter("rate_per_worker"), attrgetter("exponent")
+_WORKERS, _RATE, _MODEL = attrgetter("workers"), attrgetter("rate"), attrgetter("model")
 
 #: Table rows from which :func:`_rates` interpolates them all at once (:func:`_interp_rows`): below it, one
 #: ``np.interp`` per row costs less than the batched version's dozen array passes.
@@ -329,11 +336,11 @@ def _interp_rows(tables: Sequence, x: np.ndarray) -> np.ndarray:
 
     Running time O(P + R M log P) for P points in all, R rows and M columns of ``x``.
     """
-    lens = np.fromiter((len(t.workers) for t in tables), np.int64, len(tables))
+    lens = np.fromiter(map(len, map(_WORKERS, tables)), np.int64, len(tables))
     ends = np.cumsum(lens)
     starts = ends - lens
-    xp_int = np.fromiter((v for t in tables for v in t.workers), np.int64, int(ends[-1]))
-    fp = np.fromiter((v for t in tables for v in t.rate), np.float64, int(ends[-1]))
+    xp_int = np.fromiter(chain.from_iterable(map(_WORKERS, tables)), np.int64, int(ends[-1]))
+    fp = np.fromiter(chain.from_iterable(map(_RATE, tables)), np.float64, int(ends[-1]))
     span = int(xp_int.max()) + 2  # a row's points and clamped queries lie in [0, span)
     rows = np.arange(len(tables), dtype=np.int64)
     key = np.repeat(rows * span, lens) + xp_int

@@ -21,7 +21,7 @@ kernels loaded, or at least 20,000 queued jobs): on 43,014 queued jobs and 12,50
 """
 from __future__ import annotations
 
-from itertools import islice
+from itertools import compress, islice
 
 import numpy as np
 from lyra_solver.formulations.vocabulary import ServerKind, Tier
@@ -63,7 +63,7 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     free = np.where(usable, cl.gpus - used, 0)
     nb = compiled(len(queued), int(free.max(initial=0)))
     if nb is not None:
-        out = _admit_compiled(nb, cl, reclaimed.placement, [queued[q] for q in order.tolist()], free, tier, used)
+        out = _admit_compiled(nb, cl, reclaimed.placement, np.array(queued, np.int64)[order], free, tier, used)
         if out is not None:
             return out
     index = FreeIndex(free, np.maximum(tier, 0), len(ADMIT_TIERS))
@@ -105,7 +105,7 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
                     frozenset(donation.gave))
 
 
-def _admit_compiled(nb, cl: Cluster, before: tuple, order: list[int], free: np.ndarray, tier: np.ndarray,
+def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.ndarray, tier: np.ndarray,
                     used: np.ndarray) -> Admitted | None:
     """Both passes by the compiled twin (:func:`lyra_solver.heuristics._nbadmit.admit_all`): the same placements,
     admitted jobs and donors as the Python passes of :func:`admit`, from the jobs in queue order (``order``), the
@@ -117,8 +117,10 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: list[int], free: np.n
     ent_srv: list[int] = []
     ent_cnt: list[int] = []
     don_ptr = [0]
-    for d, (pl, ran, lo) in enumerate(zip(before, cl.placement, min_w.tolist(), strict=True)):
-        if pl and ran is not None and sum(pl.values()) > lo:
+    ran, lo = cl.placement, min_w.tolist()
+    for d in compress(range(len(before)), before):  # the jobs that run (a non-empty placement)
+        pl = before[d]
+        if ran[d] is not None and sum(pl.values()) > lo[d]:
             don_job.append(d)
             ent_srv.extend(pl)
             ent_cnt.extend(pl.values())
@@ -127,13 +129,14 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: list[int], free: np.n
     cnt = np.array(ent_cnt, i64)
     left = free.astype(i64)  # copied: the kernel leaves the free GPUs after both passes here
     adm_job, adm_ptr, adm_srv, adm_cnt, gave, bad = nb.admit_all(
-        left, tier, len(ADMIT_TIERS), np.array(order, i64), min_w, gpw, np.array(don_job, i64),
+        left, tier, len(ADMIT_TIERS), order, min_w, gpw, np.array(don_job, i64),
         np.array(don_ptr, i64), np.array(ent_srv, i64), cnt)
     if bad:
         return None
     placement = list(before)
     admitted = adm_job.tolist()
-    entries = zip(adm_srv.tolist(), adm_cnt.tolist(), strict=True)  # the admitted jobs' entries, job after job
+    n_entries = int(adm_ptr[-1])  # the admitted jobs' entries, job after job
+    entries = zip(adm_srv[:n_entries].tolist(), adm_cnt[:n_entries].tolist(), strict=True)
     for j, size in zip(admitted, np.diff(adm_ptr).tolist(), strict=True):
         placement[j] = dict(islice(entries, size))
     donors = np.flatnonzero(gave).tolist()
