@@ -337,3 +337,44 @@ def test_compiled_admission_is_not_compared_on_empty_rounds_only():
         donors += len(fast.donors)
         admitted += len(fast.admitted) - len(fast.donors)
     assert donors > 0 and admitted > 0
+
+
+def _reference_loan(cl, rec) -> tuple[int, ...]:
+    """The former loan step (per-job loops over the queued and the running jobs), for comparison."""
+    idle = [int(s) for s in np.flatnonzero(cl.kind == 2)]
+    usable = usable_servers(cl, rec, ())
+    free = int((cl.gpus - used_gpus(cl, list(rec.placement)))[usable].sum())
+    demand = 0
+    for j in rec.queued:
+        demand += int(cl.max_w[j]) * int(cl.gpw[j])
+    for j, pl in enumerate(rec.placement):
+        if pl:
+            demand += (int(cl.max_w[j]) - sum(pl.values())) * int(cl.gpw[j])
+    deficit, borrowed = demand - free, []
+    for s in sorted(idle, key=lambda s: (-int(cl.gpus[s]), s)):
+        if deficit <= 0:
+            break
+        borrowed.append(s)
+        deficit -= int(cl.gpus[s])
+    return tuple(sorted(borrowed))
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("empty", [False, True])
+def test_loan_demand_is_the_per_job_sum(seed, empty):
+    """The loan step's demand summed over every job at once is the per-job sum of queued and running jobs; a job
+    whose placement is empty (neither queued nor running) counts for nothing either way."""
+    import dataclasses
+
+    from lyra_solver.formulations.vocabulary import ServerKind
+
+    assert int(ServerKind.IDLE) == 2
+    snap = generate_snapshot(servers=30, jobs=60 + 20 * seed, seed=seed, running_share=0.5, elastic_share=0.8)
+    state, cl, rec, *_rest = _steps(snap)
+    if empty:
+        running = [j for j, p in enumerate(rec.placement) if p]
+        placement = list(rec.placement)
+        placement[running[seed % len(running)]] = {}
+        rec = dataclasses.replace(rec, placement=tuple(placement))
+        state = RoundState(cl, reclaim=rec)
+    assert loan(state, None) == _reference_loan(cl, rec)
