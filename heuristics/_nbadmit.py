@@ -190,9 +190,11 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
     ``ent_cnt``
     are updated in place (the final free GPUs; the donors' final counts, 0 for a worker given).
 
-    Returns ``(adm_job, adm_ptr, adm_srv, adm_cnt, gave, bad)``: the admitted jobs in the order admitted, their
-    workers per server in the order placed, a flag per donor that gave a worker, and ``bad`` (1: a donor has
-    workers on a server that is not usable, which the caller leaves to the Python twin).
+    Returns ``(adm_job, adm_ptr, adm_srv, adm_cnt, gave_job, gave_ptr, gave_srv, gave_cnt, bad)``: the admitted
+    jobs in the order admitted and their workers per server in the order placed (``adm_srv[adm_ptr[i]:adm_ptr[i +
+    1]]``), the donors that gave a worker (increasing) with the workers they keep per server (in their placement's
+    order, servers left out where none is left), and ``bad`` (1: a donor has workers on a server that is not
+    usable, which the caller leaves to the Python twin).
     """
     S = free.shape[0]
     Q = order.shape[0]
@@ -248,8 +250,10 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
             waiting[n_wait] = j
             n_wait += 1
     gave = np.zeros(K, dtype=np.bool_)
+    given = np.zeros(E, dtype=np.bool_)  # the entries that gave a worker in a committed trial
     if n_wait == 0:
-        return adm_job[:n_adm], adm_ptr[:n_adm + 1], adm_srv, adm_cnt, gave, 0
+        return _admitted(adm_job, adm_ptr, adm_srv, adm_cnt, n_adm, gave, don_job, don_ptr, ent_srv, ent_cnt,
+                         given, 0)
     # ---- pass 2: donation (Donation), the jobs that waited, in queue order
     spare = np.zeros(K, dtype=np.int64)
     don_g = np.empty(K, dtype=np.int64)
@@ -262,7 +266,8 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
             tot += ent_cnt[e]
             ent_don[e] = k
             if tier[ent_srv[e]] < 0:
-                return adm_job[:n_adm], adm_ptr[:n_adm + 1], adm_srv, adm_cnt, gave, 1
+                return _admitted(adm_job, adm_ptr, adm_srv, adm_cnt, n_adm, gave, don_job, don_ptr, ent_srv,
+                                 ent_cnt, given, 1)
         spare[k] = tot - min_w[d]
     # entries per server, in increasing donor (job) order
     host_ptr = np.zeros(S + 1, dtype=np.int64)
@@ -432,6 +437,8 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
                 ch_list[nch] = s
                 nch += 1
             change[s] += dlt
+        for i in range(ne):
+            given[t_ent[i]] = True
         for i in range(nd):
             k = t_don[i]
             gave[k] = True
@@ -466,7 +473,42 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
         adm_job[n_adm] = j
         adm_ptr[n_adm + 1] = start + m
         n_adm += 1
-    return adm_job[:n_adm], adm_ptr[:n_adm + 1], adm_srv, adm_cnt, gave, 0
+    return _admitted(adm_job, adm_ptr, adm_srv, adm_cnt, n_adm, gave, don_job, don_ptr, ent_srv, ent_cnt, given,
+                     0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _admitted(adm_job, adm_ptr, adm_srv, adm_cnt, n_adm, gave, don_job, don_ptr, ent_srv, ent_cnt, given,
+              bad):  # pragma: no cover - compiled
+    """:func:`admit_all`'s answer: the admitted jobs' entries cut to their count, and the donors that gave, each
+    with its entries in its placement's order but those whose last worker it gave (``given``), as the Python
+    twin deletes them."""
+    n_entries = adm_ptr[n_adm]
+    K = don_job.shape[0]
+    n_gave = 0
+    size = 0
+    for k in range(K):
+        if gave[k]:
+            n_gave += 1
+            size += don_ptr[k + 1] - don_ptr[k]
+    g_job = np.empty(n_gave, dtype=np.int64)
+    g_ptr = np.zeros(n_gave + 1, dtype=np.int64)
+    g_srv = np.empty(size, dtype=np.int64)
+    g_cnt = np.empty(size, dtype=np.int64)
+    i = 0
+    m = 0
+    for k in range(K):
+        if gave[k]:
+            g_job[i] = don_job[k]
+            for e in range(don_ptr[k], don_ptr[k + 1]):
+                if not (given[e] and ent_cnt[e] == 0):
+                    g_srv[m] = ent_srv[e]
+                    g_cnt[m] = ent_cnt[e]
+                    m += 1
+            i += 1
+            g_ptr[i] = m
+    return (adm_job[:n_adm], adm_ptr[:n_adm + 1], adm_srv[:n_entries], adm_cnt[:n_entries], g_job, g_ptr,
+            g_srv[:m], g_cnt[:m], bad)
 
 
 # --------------------------------------------------------------------------------------------- best fit decreasing

@@ -22,6 +22,7 @@ kernels loaded, or at least 20,000 queued jobs): on 43,014 queued jobs and 12,50
 from __future__ import annotations
 
 from itertools import compress, islice
+from operator import attrgetter
 
 import numpy as np
 from lyra_solver.formulations.vocabulary import ServerKind, Tier
@@ -49,9 +50,9 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     jobs = list(map(snap.jobs.__getitem__, queued))
     order = queue_order(  # each order reads its own key: the others are not computed
         settings.queue,
-        submit_time=[job.submit_time for job in jobs],
-        min_time=times_at_min(cl, queued) if settings.queue == "sjf" else None,
-        attained_service=[job.attained_service for job in jobs] if settings.queue == "las" else None,
+        submit_time=list(map(_SUBMIT, jobs)),
+        min_time=times_at_min(cl, queued, jobs) if settings.queue == "sjf" else None,
+        attained_service=list(map(_ATTAINED, jobs)) if settings.queue == "las" else None,
     )
     usable = usable_servers(cl, reclaimed, borrowed)
     tier = np.full(cl.gpus.shape[0], -1, dtype=np.int64)
@@ -126,28 +127,22 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
             ent_cnt.extend(pl.values())
             don_ptr.append(len(ent_srv))
     i64 = np.int64
-    cnt = np.array(ent_cnt, i64)
     left = free.astype(i64)  # copied: the kernel leaves the free GPUs after both passes here
-    adm_job, adm_ptr, adm_srv, adm_cnt, gave, bad = nb.admit_all(
-        left, tier, len(ADMIT_TIERS), order, min_w, gpw, np.array(don_job, i64),
-        np.array(don_ptr, i64), np.array(ent_srv, i64), cnt)
+    adm_job, adm_ptr, adm_srv, adm_cnt, gave_job, gave_ptr, gave_srv, gave_cnt, bad = nb.admit_all(
+        left, tier, len(ADMIT_TIERS), order, min_w, gpw, np.array(don_job, i64), np.array(don_ptr, i64),
+        np.array(ent_srv, i64), np.array(ent_cnt, i64))
     if bad:
         return None
     placement = list(before)
     admitted = adm_job.tolist()
-    n_entries = int(adm_ptr[-1])  # the admitted jobs' entries, job after job
-    entries = zip(adm_srv[:n_entries].tolist(), adm_cnt[:n_entries].tolist(), strict=True)
-    for j, size in zip(admitted, np.diff(adm_ptr).tolist(), strict=True):
-        placement[j] = dict(islice(entries, size))
-    donors = np.flatnonzero(gave).tolist()
-    if donors:
-        cnt_l = cnt.tolist()
-        for k in donors:
-            a, b = don_ptr[k], don_ptr[k + 1]
-            placement[don_job[k]] = {s: c for s, c in zip(ent_srv[a:b], cnt_l[a:b], strict=True) if c}
+    donors = gave_job.tolist()
+    for jobs, ptr, srv, cnt in ((admitted, adm_ptr, adm_srv, adm_cnt), (donors, gave_ptr, gave_srv, gave_cnt)):
+        entries = zip(srv.tolist(), cnt.tolist(), strict=True)  # job after job
+        for j, size in zip(jobs, np.diff(ptr).tolist(), strict=True):
+            placement[j] = dict(islice(entries, size))
     after = tuple(placement)
     remember_used(cl, after, used + (free - left))  # what admission took, server by server
-    return Admitted(after, tuple(admitted), frozenset(don_job[k] for k in donors))
+    return Admitted(after, tuple(admitted), frozenset(donors))
 
 
 def _offered(cl: Cluster, free: list[int], placement: list, min_w: list[int], gpw: list[int]) -> int:
@@ -178,11 +173,17 @@ def _after(cl: Cluster, before: tuple, placement: list, changed: list[int]) -> t
     return after
 
 
-def times_at_min(cl: Cluster, jobs: list[int]) -> np.ndarray:
+def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None) -> np.ndarray:
     """Remaining time of each job of ``jobs`` at its ``min_workers`` (the ``sjf`` key): the value table's
-    ``T(min)`` (:func:`lyra_solver.values.times_at`, the same floats)."""
+    ``T(min)`` (:func:`lyra_solver.values.times_at`, the same floats). ``specs``: the snapshot's jobs of
+    ``jobs``, where the caller has them already. O(len(jobs))."""
     if not jobs:
         return np.zeros(0)
-    snap_jobs = cl.snap.jobs
-    return times_at([snap_jobs[j].throughput for j in jobs], cl.min_w[jobs],
-                    [snap_jobs[j].remaining_work for j in jobs], cl.gpw[jobs], server_gpus=cl.server_gpus)
+    if specs is None:
+        specs = list(map(cl.snap.jobs.__getitem__, jobs))
+    return times_at(list(map(_THROUGHPUT, specs)), cl.min_w[jobs], list(map(_WORK, specs)), cl.gpw[jobs],
+                    server_gpus=cl.server_gpus)
+
+
+_SUBMIT, _ATTAINED = attrgetter("submit_time"), attrgetter("attained_service")
+_THROUGHPUT, _WORK = attrgetter("throughput"), attrgetter("remaining_work")

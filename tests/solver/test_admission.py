@@ -311,13 +311,22 @@ def _both_paths(state, settings):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), servers=st.integers(1, 40), jobs=st.integers(1, 200),
        gpus=st.sampled_from([1, 2, 4, 8]), reclaim=st.integers(0, 4), grow=st.sampled_from([0, 0, 3, 9]),
-       queue=st.sampled_from(["sjf", "fifo", "las"]))
-def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, reclaim, grow, queue):
+       queue=st.sampled_from(["sjf", "fifo", "las"]), zeros=st.booleans())
+def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, reclaim, grow, queue, zeros):
     """The compiled admission (:func:`lyra_solver.heuristics._nbadmit.admit_all`) gives the Python passes'
     placements (the same dicts, in the same order), admitted jobs in the same order and donors, on crowded
-    clusters of equal servers (ties everywhere) and of mixed sizes; the GPUs used that it leaves for the later
-    steps are the full count's."""
-    state, cl, *_rest, settings, _times = _steps(_mixed(seed, servers, jobs, gpus, reclaim, grow), queue=queue)
+    clusters of equal servers (ties everywhere) and of mixed sizes, and where running jobs list a usable server
+    with no worker (a placement that ``decide_built`` does not refuse: kept as the Python passes keep it); the GPUs
+    used that it leaves for the later steps are the full count's."""
+    state, cl, rec, borrowed, *_rest, settings, _times = _steps(_mixed(seed, servers, jobs, gpus, reclaim, grow),
+                                                               queue=queue)
+    if zeros:
+        import dataclasses
+
+        usable = np.flatnonzero(usable_servers(cl, rec, borrowed)).tolist()
+        placement = [p if not p or j % 3 else {**p, usable[j % len(usable)]: p.get(usable[j % len(usable)], 0)}
+                     for j, p in enumerate(rec.placement)]
+        state = dataclasses.replace(state, reclaim=dataclasses.replace(rec, placement=tuple(placement)))
     python, fast, calls = _both_paths(state, settings)
     assert calls == 1
     assert [None if p is None else list(p.items()) for p in fast.placement] == \
