@@ -20,6 +20,7 @@ from types import ModuleType
 
 import numpy as np
 from lyra_solver.formulations._result import Status
+from lyra_solver.formulations.mckp import _numba
 from lyra_solver.formulations.placement import Placement, PlacementProblem, PlacementResult
 from lyra_solver.formulations.vocabulary import Tier
 
@@ -38,18 +39,17 @@ COMPILED_MIN_JOBS = 32
 DENSE_MAX = 1 << 12
 
 
-def compiled(n_jobs: int, largest: int) -> ModuleType | None:
+def compiled(n_jobs: int, free: np.ndarray) -> ModuleType | None:
     """The compiled twins (:mod:`lyra_solver.heuristics._nbadmit`) for a round of ``n_jobs`` jobs to admit or
-    place on servers of at most ``largest`` GPUs, or ``None`` for the Python ones.
+    place on servers with ``free`` GPUs, or ``None`` for the Python ones.
 
     The rule of :mod:`lyra_solver.formulations.mckp._numba`: compiled when the package's kernels are loaded in
     the process already, or when the round is large (:data:`LOAD_MIN_JOBS`, which loads them); not for tiny
-    rounds (:data:`COMPILED_MIN_JOBS`) nor servers beyond :data:`DENSE_MAX` GPUs. Both give the same answers.
+    rounds (:data:`COMPILED_MIN_JOBS`) nor servers beyond :data:`DENSE_MAX` free GPUs. Both give the same answers.
+    O(1) for a tiny round, else O(S).
     """
-    if n_jobs < COMPILED_MIN_JOBS or largest > DENSE_MAX:
+    if n_jobs < COMPILED_MIN_JOBS or int(free.max(initial=0)) > DENSE_MAX:
         return None
-    from lyra_solver.formulations.mckp import _numba
-
     if not _numba.loaded() and (n_jobs < LOAD_MIN_JOBS or not _numba.load()):
         return None
     return _kernels()
@@ -228,7 +228,7 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
     start = time.perf_counter()
     J = problem.n_jobs
     gpw = problem.job_gpus_per_worker
-    nb = compiled(J, int(problem.server_free.max(initial=0)))
+    nb = compiled(J, problem.server_free)
     fast = _bfd_compiled(nb, problem, keep_current) if nb is not None else None
     if fast is not None:
         return _bfd_result(problem, *fast, start, evaluate)

@@ -62,7 +62,7 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     tier[~usable] = -1
     used = used_gpus(cl, reclaimed.placement)
     free = np.where(usable, cl.gpus - used, 0)
-    nb = compiled(len(queued), int(free.max(initial=0)))
+    nb = compiled(len(queued), free)
     if nb is not None:
         out = _admit_compiled(nb, cl, reclaimed.placement, np.array(queued, np.int64)[order], free, tier, used)
         if out is not None:

@@ -65,8 +65,9 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     placement = list(cl.placement)
     preempted, shrunk = [], set()
     # the jobs with workers on a server given back (the others keep their placement), in job order
-    hit = np.unique(np.asarray(hj, np.int64)[np.isin(np.asarray(hs, np.int64), np.asarray(res.servers, np.int64))])
-    for j in map(jobs.__getitem__, hit.tolist()):
+    back_pos = set(res.servers)
+    hit = sorted({i for i, s in zip(hj, hs, strict=True) if s in back_pos})
+    for j in map(jobs.__getitem__, hit):
         pl = cl.placement[j]
         assert pl is not None
         left = {s: n for s, n in pl.items() if s not in gone}

@@ -22,8 +22,9 @@ def test_ties_break_by_position_and_bad_order():
         queue_order("sjf", submit_time=[0.0])
 
 
-_KEYS = st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, float("nan"), float("inf")]) | st.floats(-1e6, 1e6),
-                 max_size=40)
+_KEYS = (st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, float("nan"), float("inf")]) | st.floats(-1e6, 1e6),
+                  max_size=100)
+         | st.lists(st.floats(-1e6, 1e6), min_size=64, max_size=100, unique=True))  # the default sort's case
 
 
 @settings(max_examples=400, deadline=None)
