@@ -18,6 +18,7 @@ whose growth is undone), plus the ILP's, plus O(C S log S) for C spread jobs.
 from __future__ import annotations
 
 import logging
+from itertools import chain
 
 import numpy as np
 from lyra_solver.formulations import Status
@@ -75,10 +76,11 @@ def place(state: RoundState, settings: Settings) -> Placed:
     for j in stopped:
         placement[j] = None
     min_w = cl.min_w.tolist()
+    # the problem's servers are the cluster's (positions are server indices); best fit decreasing lists Python ints
+    # above 0 only, the placement ILP may list numpy ints and zeros
+    as_listed = report.method == heuristic
     for j, pairs in zip(moving, per_job, strict=True):
-        # the problem's servers are the cluster's (positions are server indices); best fit decreasing lists Python
-        # ints above 0 only, the placement ILP may list numpy ints and zeros
-        got = dict(pairs) if report.method == heuristic else {int(s): int(n) for s, n in pairs if n > 0}
+        got = dict(pairs) if as_listed else {int(s): int(n) for s, n in pairs if n > 0}
         # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
         placement[j] = got if j in admitted or sum(got.values()) >= min_w[j] else None
     if settings.compact_growth:
@@ -154,18 +156,13 @@ def _place_afresh(cl, adm, usable, target, moving, stopped, heuristic: str = EXA
     O(S + entries of the moving and stopped jobs' placements) plus the heuristic's."""
     # every job's GPUs after admission (kept from the scale step) less those of the jobs placed afresh or stopped
     # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs)
-    before, gpw = adm.placement, cl.gpw.tolist()
-    on, gpus = [], []  # the servers and GPUs that the moving and stopped jobs give back
-    for group in (moving, stopped):
-        for j in group:
-            p = before[j]
-            if p:
-                g = gpw[j]
-                for s, n in p.items():
-                    on.append(s)
-                    gpus.append(n * g)
+    before = adm.placement
+    held = [j for j in chain(moving, stopped) if before[j]]  # the moving and stopped jobs that hold GPUs
+    places = list(map(before.__getitem__, held))
+    on = np.fromiter(chain.from_iterable(places), np.int64)  # their servers and workers there, job after job
+    workers = np.fromiter(chain.from_iterable(map(dict.values, places)), np.int64, on.size)
     used = used_gpus(cl, before).copy()
-    np.subtract.at(used, np.array(on, np.int64), np.array(gpus, np.int64))
+    np.subtract.at(used, on, workers * np.repeat(cl.gpw[held], list(map(len, places))))
     # the arrays come from the validated snapshot and the steps before: build's arrays without its checks
     arrays = dict(server_free=np.where(usable, cl.gpus - used, 0), server_loaned=cl.kind != 0,
                   job_workers=[target[j] for j in moving], job_base=cl.min_w[moving],
