@@ -78,4 +78,4 @@ def _sorted_by(key: np.ndarray, *then: np.ndarray) -> np.ndarray:
         ranked = key[first]
         if (ranked[1:] > ranked[:-1]).all():
             return first
-    return np.lexsort((np.arange(key.shape[0]), *reversed(then), key))
+    return np.lexsort((np.arange(key.shape[0]), *then[::-1], key))

@@ -47,6 +47,8 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
         return Admitted(reclaimed.placement, (), frozenset())
     snap = cl.snap
     queued = reclaimed.queued
+    if not queued:  # nobody to admit (most simulator rounds): the placements as they are
+        return Admitted(reclaimed.placement, (), frozenset())
     jobs = list(map(snap.jobs.__getitem__, queued))
     order = queue_order(  # each order reads its own key: the others are not computed
         settings.queue,

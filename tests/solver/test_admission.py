@@ -328,7 +328,7 @@ def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, recla
                      for j, p in enumerate(rec.placement)]
         state = dataclasses.replace(state, reclaim=dataclasses.replace(rec, placement=tuple(placement)))
     python, fast, calls = _both_paths(state, settings)
-    assert calls == 1
+    assert calls == (1 if state.reclaimed.queued else 0)
     assert [None if p is None else list(p.items()) for p in fast.placement] == \
            [None if p is None else list(p.items()) for p in python.placement]
     assert fast.admitted == python.admitted
