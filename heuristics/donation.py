@@ -8,6 +8,12 @@ grow back in the same round's scaling).
 Running time: a job that cannot fit is rejected in O(G) (G the largest room of a server) from bounds kept per GPU
 size; one that may fit scans servers by tier, then most room, then index, O(S + donors on the servers scanned).
 
+The compiled twin of this class, run with the first pass of admission in one call, is
+:func:`lyra_solver.heuristics._nbadmit.admit_all` (the same answers: its buckets are bitsets over the server
+indices, scanned in the same order; a trial's changes are undone from a log instead of being kept apart); the round
+takes it by the rule of :func:`lyra_solver.heuristics.placement.compiled`. Changing a rule here means changing it
+there too: ``tests/solver/test_admission.py`` compares the two.
+
 References
 ----------
 Li et al., "Lyra: Elastic Scheduling for Deep Learning Clusters", EuroSys 2023 (base demand is served before

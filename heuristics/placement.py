@@ -14,11 +14,55 @@ from __future__ import annotations
 
 import bisect
 import time
+from functools import cache
+from itertools import islice
+from types import ModuleType
 
 import numpy as np
 from lyra_solver.formulations._result import Status
+from lyra_solver.formulations.mckp import _numba
 from lyra_solver.formulations.placement import Placement, PlacementProblem, PlacementResult
 from lyra_solver.formulations.vocabulary import Tier
+
+#: Jobs (queued ones for admission, moving ones for placement) from which a round loads the package's numba
+#: kernels (:func:`lyra_solver.formulations.mckp._numba.load`) to take the compiled twins
+#: (:mod:`lyra_solver.heuristics._nbadmit`): the Python admission and placement of 20,000 queued jobs on 5,000
+#: servers take about 0.15 s a round, the loading (once per process, from numba's disk cache) about 1 s.
+LOAD_MIN_JOBS = 20_000
+
+#: Jobs below which the Python twins run even when the kernels are loaded: the compiled call's fixed cost (the
+#: arrays in, the dicts out) is more than the Python loop's on a few dozen jobs.
+COMPILED_MIN_JOBS = 32
+
+#: Largest free-GPU count (server size) for which the compiled twins keep their arrays per free count: their
+#: index holds ``tiers x (largest + 1)`` counts and, for donation, as many bitsets over the servers.
+DENSE_MAX = 1 << 12
+
+
+def compiled(n_jobs: int, free: np.ndarray) -> ModuleType | None:
+    """The compiled twins (:mod:`lyra_solver.heuristics._nbadmit`) for a round of ``n_jobs`` jobs to admit or
+    place on servers with ``free`` GPUs, or ``None`` for the Python ones.
+
+    The rule of :mod:`lyra_solver.formulations.mckp._numba`: compiled when the package's kernels are loaded in
+    the process already, or when the round is large (:data:`LOAD_MIN_JOBS`, which loads them); not for tiny
+    rounds (:data:`COMPILED_MIN_JOBS`) nor servers beyond :data:`DENSE_MAX` free GPUs. Both give the same answers.
+    O(1) for a tiny round, else O(S).
+    """
+    if n_jobs < COMPILED_MIN_JOBS or int(free.max(initial=0)) > DENSE_MAX:
+        return None
+    if not _numba.loaded() and (n_jobs < LOAD_MIN_JOBS or not _numba.load()):
+        return None
+    return _kernels()
+
+
+@cache
+def _kernels() -> ModuleType | None:
+    """:mod:`lyra_solver.heuristics._nbadmit`, imported once (``None`` when numba cannot be imported)."""
+    try:
+        import lyra_solver.heuristics._nbadmit as nb
+    except ImportError:
+        return None
+    return nb
 
 
 class FreeIndex:
@@ -163,7 +207,9 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
     ILP: the measured rate of a placement falls with the servers it spans.
 
     Running time O(C log C + sum_j (servers used by j) * G) with G the largest free GPU count, plus O(size of the
-    placement) for the objective (``evaluate``).
+    placement) for the objective (``evaluate``). The placing loop has a compiled twin
+    (:func:`lyra_solver.heuristics._nbadmit.bfd_place`: the same placement, tie for tie), taken by the rule of
+    :func:`compiled`: on the 17,000 jobs that a 12,500 x 50,000 round places, about 6 ms instead of 60.
 
     Examples
     --------
@@ -182,6 +228,10 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
     start = time.perf_counter()
     J = problem.n_jobs
     gpw = problem.job_gpus_per_worker
+    nb = compiled(J, problem.server_free)
+    fast = _bfd_compiled(nb, problem, keep_current) if nb is not None else None
+    if fast is not None:
+        return _bfd_result(problem, *fast, start, evaluate)
     loaned = problem.server_loaned
     per_job: list[dict[int, int]] = [{} for _ in range(J)]
     free = problem.server_free.astype(np.int64).copy()
@@ -222,6 +272,26 @@ def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
             got += index.place(extra, g, (LOANED, TRAINING), per_job[j])
         have[j] += got
     placement = Placement(per_job=tuple(tuple(sorted(d.items())) for d in per_job))
+    return _bfd_result(problem, placement, have, start, evaluate)
+
+
+def _bfd_compiled(nb, problem: PlacementProblem, keep_current: bool) -> tuple[Placement, np.ndarray] | None:
+    """:func:`best_fit_decreasing`'s placement and workers per job by its compiled twin
+    (:func:`lyra_solver.heuristics._nbadmit.bfd_place`), or ``None`` where the twin leaves the problem to the Python
+    loop (current placements beyond the free GPUs, which that refuses). O(S + J + C) array work plus O(size of the
+    placement) to build its tuples."""
+    ptr, srv, cnt, have, bad = nb.bfd_place(problem.server_free, problem.server_loaned, problem.job_workers,
+                                             problem.job_base, problem.job_gpus_per_worker, problem.cur_job,
+                                             problem.cur_server, problem.cur_count, bool(keep_current))
+    if bad:
+        return None
+    entries = zip(srv.tolist(), cnt.tolist(), strict=True)  # job after job, by increasing server
+    return Placement(per_job=tuple(tuple(islice(entries, n)) for n in np.diff(ptr).tolist())), have
+
+
+def _bfd_result(problem: PlacementProblem, placement: Placement, have: np.ndarray, start: float,
+                evaluate: bool) -> PlacementResult:
+    """:func:`best_fit_decreasing`'s result for its ``placement`` (``have``: the workers each job got)."""
     short = int((problem.job_workers - have).sum())
     if short:
         return PlacementResult(status=Status.NO_SOLUTION, objective=None, bound=None, gap=None,

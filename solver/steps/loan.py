@@ -5,6 +5,9 @@ Running time O(S log S + J) for S servers and J jobs.
 """
 from __future__ import annotations
 
+from itertools import compress
+from operator import mul
+
 import numpy as np
 from lyra_solver.formulations.vocabulary import ServerKind
 from lyra_solver.steps._state import RoundState, Settings, usable_servers, used_gpus
@@ -21,23 +24,27 @@ def loan(state: RoundState, settings: Settings) -> tuple[int, ...]:
     drops them after placement). ``settings`` is not read: borrowing does not depend on an option.
     """
     cl, rec = state.cluster, state.reclaimed
-    idle = [int(s) for s in np.flatnonzero(cl.kind == ServerKind.IDLE)]
+    idle = np.flatnonzero(cl.kind == ServerKind.IDLE).tolist()
     if not idle:
         return ()
     usable = usable_servers(cl, rec, ())
     free = int((cl.gpus - used_gpus(cl, rec.placement))[usable].sum())
     max_w, gpw = cl.max_w.tolist(), cl.gpw.tolist()
-    demand = 0
-    for j in rec.queued:
-        demand += max_w[j] * gpw[j]
-    for j, pl in enumerate(rec.placement):
-        if pl:
-            demand += (max_w[j] - sum(pl.values())) * gpw[j]
+    placement = rec.placement
+    # queued jobs: their max_workers x gpus_per_worker; running ones: what they could add (Python ints: no
+    # overflow). O(J) in C plus O(running jobs) in Python
+    running = list(compress(range(len(placement)), placement))
+    held = sum(sum(placement[j].values()) * gpw[j] for j in running)
+    if placement.count({}):  # a job with an empty placement is neither queued nor running: it counts for nothing
+        demand = sum(max_w[j] * gpw[j] for j in [*rec.queued, *running]) - held
+    else:  # every job is queued or running
+        demand = sum(map(mul, max_w, gpw)) - held
     deficit = demand - free
     borrowed = []
-    for s in sorted(idle, key=lambda s: (-int(cl.gpus[s]), s)):
+    gpus = cl.gpus.tolist()
+    for s in sorted(idle, key=lambda s: (-gpus[s], s)):
         if deficit <= 0:
             break
         borrowed.append(s)
-        deficit -= int(cl.gpus[s])
+        deficit -= gpus[s]
     return tuple(sorted(borrowed))

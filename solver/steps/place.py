@@ -18,6 +18,7 @@ whose growth is undone), plus the ILP's, plus O(C S log S) for C spread jobs.
 from __future__ import annotations
 
 import logging
+from itertools import chain
 
 import numpy as np
 from lyra_solver.formulations import Status
@@ -46,15 +47,18 @@ def place(state: RoundState, settings: Settings) -> Placed:
     admitted = set(adm.admitted)
     target = dict(zip(sc.jobs, sc.targets.tolist(), strict=True))
     # a target of 0 (the objective's knapsack admits: lyra_solver.objectives.JOINT_ADMISSION) runs no worker
-    stopped = [j for j in sc.jobs if target[j] == 0]
-    moving = [j for j in sc.jobs if target[j] > 0 and (j in admitted or adm.placement[j] is None
-                                                       or target[j] != sum(adm.placement[j].values()))]
-    servers = np.flatnonzero(usable_servers(cl, rec, borrowed))
+    stopped = [j for j, w in target.items() if w == 0]
+    before = adm.placement
+    moving = [j for j, w in target.items() if w > 0 and (j in admitted or (p := before[j]) is None
+                                                         or w != sum(p.values()))]
+    usable = usable_servers(cl, rec, borrowed)
+    servers = np.flatnonzero(usable)
     kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
     # the placement option's heuristic (a row of the placement table), or the exact model's warm start
     heuristic = EXACT_WARM_START if settings.placement == "exact" else settings.placement
     while True:
-        problem, out = _place_afresh(cl, adm, servers, target, moving, stopped, heuristic)
+        problem, out = _place_afresh(cl, adm, usable, target, moving, stopped, heuristic,
+                                     current=settings.placement == "exact")
         spread = _spread_growths(cl, adm, servers, target, moving, out) if settings.compact_growth else []
         if not spread:
             break
@@ -71,10 +75,14 @@ def place(state: RoundState, settings: Settings) -> Placed:
         placement[j] = p
     for j in stopped:
         placement[j] = None
-    for i, j in enumerate(moving):
-        got = {int(servers[s]): int(n) for s, n in per_job[i] if n > 0}
+    min_w = cl.min_w.tolist()
+    # the problem's servers are the cluster's (positions are server indices); best fit decreasing lists Python ints
+    # above 0 only, the placement ILP may list numpy ints and zeros
+    as_listed = report.method == heuristic
+    for j, pairs in zip(moving, per_job, strict=True):
+        got = dict(pairs) if as_listed else {int(s): int(n) for s, n in pairs if n > 0}
         # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
-        placement[j] = got if sum(got.values()) >= int(cl.min_w[j]) or j in admitted else None
+        placement[j] = got if j in admitted or sum(got.values()) >= min_w[j] else None
     if settings.compact_growth:
         moved = admitted.union(kept, moving)  # one set: the test per job stays O(1) on the hot path
         settled = [j for j, p in enumerate(placement) if p and j not in moved]
@@ -134,37 +142,63 @@ def _consolidate(cl, servers, placement: list, settled: list[int]) -> None:
             free[s] -= n * g
 
 
-def _place_afresh(cl, adm, servers, target, moving, stopped, heuristic: str = EXACT_WARM_START):
+def _place_afresh(cl, adm, usable, target, moving, stopped, heuristic: str = EXACT_WARM_START,
+                  current: bool = False):
     """The placement ``heuristic`` (best fit decreasing by default) for the ``moving`` jobs afresh (keeping their
     current workers where afresh leaves one out), every other job's GPUs held: those of unchanged and ``kept``
-    jobs, none of ``stopped`` ones."""
-    pos = {int(s): i for i, s in enumerate(servers)}
+    jobs, none of ``stopped`` ones. The problem's servers are all the cluster's, in order (position = server
+    index), those not ``usable`` with no free GPU: no worker goes there, the usable ones keep their order (the
+    same placement as on the usable servers alone), and the answer needs no mapping back (a tenth of the step on
+    50,000 jobs). Returns the placement problem and the heuristic's result; the problem holds the
+    moving jobs' current workers (``cur_*``) when ``current`` is asked for (the placement ILP reads them), when the
+    heuristic is not best fit decreasing, or when afresh left a worker out: best fit decreasing afresh
+    (``keep_current=False``) reads none of them, and listing them was a tenth of the step on 50,000 jobs.
+    O(S + entries of the moving and stopped jobs' placements) plus the heuristic's."""
     # every job's GPUs after admission (kept from the scale step) less those of the jobs placed afresh or stopped
     # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs)
-    used = used_gpus(cl, adm.placement).copy()
-    gpw = cl.gpw
-    for j in set(moving).union(stopped):
-        p = adm.placement[j]
-        if p:
-            g = int(gpw[j])
-            for s, n in p.items():
+    before = adm.placement
+    held = [j for j in chain(moving, stopped) if before[j]]  # the moving and stopped jobs that hold GPUs
+    used = used_gpus(cl, before).copy()
+    if len(held) < _FEW_HELD:  # a loop over their entries: fewer numpy calls (a few microseconds a round)
+        gpw = cl.gpw.tolist()
+        for j in held:
+            g = gpw[j]
+            for s, n in before[j].items():
                 used[s] -= n * g
-    cj, cs, cc = [], [], []
-    for i, j in enumerate(moving):
-        for s, n in (adm.placement[j] or {}).items():
-            cj.append(i)
-            cs.append(pos[s])
-            cc.append(n)
+    else:  # their servers and workers there, job after job, read by C-level chains
+        places = list(map(before.__getitem__, held))
+        on = np.fromiter(chain.from_iterable(places), np.int64)
+        workers = np.fromiter(chain.from_iterable(map(dict.values, places)), np.int64, on.size)
+        np.subtract.at(used, on, workers * np.repeat(cl.gpw[held], list(map(len, places))))
     # the arrays come from the validated snapshot and the steps before: build's arrays without its checks
-    problem = PlacementProblem.trusted(
-        server_free=(cl.gpus - used)[servers], server_loaned=cl.kind[servers] != 0,
-        job_workers=[target[j] for j in moving], job_base=cl.min_w[moving], job_gpus_per_worker=cl.gpw[moving],
-        cur_job=cj, cur_server=cs, cur_count=cc)
+    arrays = dict(server_free=np.where(usable, cl.gpus - used, 0), server_loaned=cl.kind != 0,
+                  job_workers=[target[j] for j in moving], job_base=cl.min_w[moving],
+                  job_gpus_per_worker=cl.gpw[moving])
+    with_current = current or heuristic != EXACT_WARM_START
+    problem = PlacementProblem.trusted(**arrays, **(_current(before, moving) if with_current else {}))
     # the objective is not read here: evaluate=False spares its O(placement) on the hot path
     out = solve_placement(problem, method=heuristic, keep_current=False, evaluate=False)
     if out.status != Status.FEASIBLE:  # afresh left a worker out: keep current workers, as admitted
+        if not with_current:
+            problem = PlacementProblem.trusted(**arrays, **_current(before, moving))
         out = solve_placement(problem, method=heuristic, evaluate=False)
     return problem, out
+
+
+#: Jobs giving back GPUs from which :func:`_place_afresh` reads their entries by numpy calls instead of a loop.
+_FEW_HELD = 64
+
+
+def _current(before, moving) -> dict[str, list[int]]:
+    """The ``moving`` jobs' current workers as the placement problem's ``cur_job`` (position in ``moving``),
+    ``cur_server`` and ``cur_count``. O(their entries)."""
+    cj, cs, cc = [], [], []
+    for i, j in enumerate(moving):
+        for s, n in (before[j] or {}).items():
+            cj.append(i)
+            cs.append(s)
+            cc.append(n)
+    return dict(cur_job=cj, cur_server=cs, cur_count=cc)
 
 
 def _spread_growths(cl, adm, servers, target, moving, out) -> list[int]:

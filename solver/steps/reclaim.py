@@ -10,6 +10,7 @@ plus the method's.
 from __future__ import annotations
 
 import logging
+from itertools import compress
 
 import numpy as np
 from lyra_solver.formulations import Status
@@ -29,11 +30,14 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     k = min(cl.snap.inference.reclaim, int(loaned.size))
     if k == 0:
         return Reclaimed((), cl.placement, (), frozenset(), StepReport("none", "optimal", 0.0, 0.0, 0.0))
-    pos = {int(s): i for i, s in enumerate(loaned)}
+    pos = {s: i for i, s in enumerate(loaned.tolist())}
+    on_loaned = pos.keys()
     touched: dict[int, int] = {}
     hj, hs, hc = [], [], []
-    for j, pl in enumerate(cl.placement):
-        if pl is None:
+    before = cl.placement
+    for j in compress(range(len(before)), before):  # the running jobs; those on a loaned server build the problem
+        pl = before[j]
+        if on_loaned.isdisjoint(pl):
             continue
         for s, n in pl.items():
             if s in pos:
@@ -60,7 +64,10 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     gone = set(back)
     placement = list(cl.placement)
     preempted, shrunk = [], set()
-    for j in jobs:
+    # the jobs with workers on a server given back (the others keep their placement), in job order
+    back_pos = set(res.servers)
+    hit = sorted({i for i, s in zip(hj, hs, strict=True) if s in back_pos})
+    for j in map(jobs.__getitem__, hit):
         pl = cl.placement[j]
         assert pl is not None
         left = {s: n for s, n in pl.items() if s not in gone}

@@ -123,3 +123,91 @@ def test_free_index_capacity_and_best_fit():
     idx.take(1, 7)
     assert idx.largest(0) == 0
     assert idx.capacity(1, (0, 1)) == 3 + 1 + 5
+
+
+@st.composite
+def cluster_problems(draw):
+    """Placement problems of up to 30 servers and 40 jobs: free counts from a few values (ties between servers
+    everywhere), mixed tiers and sizes of worker, and current workers (unique servers per job) that may exceed
+    the free GPUs."""
+    S = draw(st.integers(1, 30))
+    sizes = draw(st.lists(st.integers(0, 16), min_size=1, max_size=4))
+    free = draw(st.lists(st.sampled_from(sizes), min_size=S, max_size=S))
+    loaned = draw(st.lists(st.booleans(), min_size=S, max_size=S))
+    J = draw(st.integers(1, 40))
+    gpw = draw(st.lists(st.sampled_from([1, 1, 2, 4]), min_size=J, max_size=J))
+    workers = draw(st.lists(st.integers(1, 8), min_size=J, max_size=J))
+    base = [draw(st.integers(1, w)) for w in workers]
+    cj, cs, cc = [], [], []
+    for j in range(J):
+        if draw(st.booleans()):
+            for s in sorted(draw(st.sets(st.integers(0, S - 1), max_size=3))):
+                cj.append(j)
+                cs.append(s)
+                cc.append(draw(st.integers(1, 3)))
+    return PlacementProblem.build(server_free=free, server_loaned=loaned, job_workers=workers, job_base=base,
+                                  job_gpus_per_worker=gpw, cur_job=cj, cur_server=cs, cur_count=cc)
+
+
+def _bfd_both(problem: PlacementProblem, keep_current: bool):
+    """Best fit decreasing by the Python loop and by the compiled twin (forced at every size); each result, or the
+    ValueError it raised."""
+    import pytest
+    from lyra_solver.formulations.mckp import _numba
+    from lyra_solver.heuristics import placement as hp
+
+    if not _numba.load():
+        pytest.skip("numba is not available")
+    answers = []
+    for threshold in (10**18, 0):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(hp, "COMPILED_MIN_JOBS", threshold)
+            try:
+                answers.append(best_fit_decreasing(problem, keep_current=keep_current))
+            except ValueError as err:
+                answers.append(str(err))
+    return answers
+
+
+@settings(max_examples=300, deadline=None)
+@given(problem=cluster_problems(), keep_current=st.booleans())
+def test_compiled_bfd_is_the_python_loop(problem, keep_current):
+    """The compiled best fit decreasing (:func:`lyra_solver.heuristics._nbadmit.bfd_place`) gives the Python
+    loop's placement, workers placed, status and objective (or refuses current placements beyond the free GPUs
+    with the same error), ties between servers included."""
+    python, fast = _bfd_both(problem, keep_current)
+    if isinstance(python, str):
+        assert fast == python
+        return
+    assert fast.placement.per_job == python.placement.per_job
+    assert fast.placed.tolist() == python.placed.tolist()
+    assert (fast.status, fast.objective, fast.backend_status) == (python.status, python.objective,
+                                                                  python.backend_status)
+
+
+def test_compiled_bfd_comparison_sees_every_case():
+    """The comparison above is not vacuous: seeded problems where afresh places every worker, leaves some out, and
+    keeps current workers, each the same both ways."""
+    import random
+
+    rng = random.Random(7)
+    seen = set()
+    for _ in range(200):
+        S, J = rng.randint(4, 40), rng.randint(32, 40)
+        free = [rng.choice([0, 4, 8, 8]) for _ in range(S)]
+        workers = [rng.randint(1, 3) for _ in range(J)]
+        cj = [j for j in range(J) if rng.random() < 0.2]
+        problem = PlacementProblem.build(
+            server_free=free, server_loaned=[rng.random() < 0.4 for _ in range(S)], job_workers=workers,
+            job_base=[rng.randint(1, w) for w in workers],
+            job_gpus_per_worker=[rng.choice([1, 1, 2]) for _ in range(J)], cur_job=cj,
+            cur_server=[rng.randrange(S) for _ in cj], cur_count=[1 for _ in cj])
+        for keep in (False, True):
+            python, fast = _bfd_both(problem, keep)
+            if isinstance(python, str):
+                seen.add("refused")
+                assert fast == python
+                continue
+            assert fast.placement.per_job == python.placement.per_job
+            seen.add((str(python.status), keep))
+    assert {("feasible", False), ("no_solution", False), ("feasible", True)} <= seen

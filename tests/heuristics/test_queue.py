@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lyra_solver.heuristics.queue import queue_order
 
 
@@ -18,3 +20,47 @@ def test_ties_break_by_position_and_bad_order():
         queue_order("random", submit_time=[0.0])
     with pytest.raises(ValueError):
         queue_order("sjf", submit_time=[0.0])
+
+
+_KEYS = (st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, float("nan"), float("inf")]) | st.floats(-1e6, 1e6),
+                  max_size=100)
+         | st.lists(st.floats(-1e6, 1e6), min_size=64, max_size=100, unique=True))  # the default sort's case
+
+
+@settings(max_examples=400, deadline=None)
+@given(key=_KEYS, data=st.data(), order=st.sampled_from(["fifo", "sjf", "las"]))
+def test_every_order_is_the_lexicographic_sort(key, data, order):
+    """Each order is one stable lexicographic sort by (its key, submit time, position), whichever way it is found
+    (numpy's default sort where the key alone orders every job strictly): ties, nan, -0.0 and inf included."""
+    submit = data.draw(st.lists(st.sampled_from([0.0, 1.0, float("nan")]) | st.floats(-10, 10),
+                                min_size=len(key), max_size=len(key)))
+    pos = np.arange(len(key))
+    if order == "fifo":
+        ref = np.lexsort((pos, np.asarray(submit, np.float64)))
+        got = queue_order("fifo", submit_time=submit)
+    else:
+        ref = np.lexsort((pos, np.asarray(submit, np.float64), np.asarray(key, np.float64)))
+        name = "min_time" if order == "sjf" else "attained_service"
+        got = queue_order(order, submit_time=submit, **{name: key})
+    assert got.tolist() == ref.tolist()
+    assert got.dtype == ref.dtype
+
+
+def test_distinct_keys_take_the_default_sort():
+    """The fast path is taken where the key orders every job strictly (and agrees), the lexicographic sort on a
+    tie: 10,000 jobs."""
+    rng = np.random.default_rng(3)
+    key = rng.permutation(10_000).astype(np.float64)
+    submit = rng.integers(0, 5, 10_000).astype(np.float64)
+    ref = np.lexsort((np.arange(10_000), submit, key))
+    tied = key.copy()
+    tied[7] = tied[8]
+    ref_tied = np.lexsort((np.arange(10_000), submit, tied))
+    calls = []
+    real = np.lexsort
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(np, "lexsort", lambda keys: calls.append(1) or real(keys))
+        assert queue_order("sjf", submit_time=submit, min_time=key).tolist() == ref.tolist()
+        assert not calls
+        assert queue_order("sjf", submit_time=submit, min_time=tied).tolist() == ref_tied.tolist()
+        assert calls == [1]

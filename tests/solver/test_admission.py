@@ -244,3 +244,146 @@ def test_decide_leaves_the_garbage_collector_as_it_found_it():
     with pytest.raises(TypeError):
         decide(None)
     assert gc.isenabled()
+
+
+@st.composite
+def _tables(draw):
+    """Table throughputs (strictly increasing positive worker counts, positive rates, equal rates included) and
+    worker counts inside, at and outside each table's points."""
+    from lyra_solver.types import TableThroughput
+
+    rows = draw(st.integers(1, 24))
+    tables, xs = [], []
+    cols = draw(st.integers(1, 6))
+    for _ in range(rows):
+        workers = sorted(draw(st.sets(st.integers(1, 40), min_size=1, max_size=6)))
+        rate = draw(st.lists(st.sampled_from([1.0, 2.5, 3e-300, 1e308]) | st.floats(1e-3, 1e6),
+                             min_size=len(workers), max_size=len(workers)))
+        tables.append(TableThroughput(workers=tuple(workers), rate=tuple(rate)))
+        xs.append(draw(st.lists(st.integers(0, 45), min_size=cols, max_size=cols)))
+    return tables, np.array(xs, dtype=np.int64)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_tables())
+def test_table_rates_in_one_pass_are_np_interp_bit_for_bit(case):
+    """The sjf key (and the value table) interpolate all table rows at once (``values._interp_rows``): the same
+    floats as one ``np.interp`` per row, ties of equal rates and points outside the table included."""
+    from lyra_solver.values import _interp_rows
+
+    tables, x = case
+    got = _interp_rows(tables, x)
+    ref = np.array([np.interp(x[i], t.workers, t.rate) for i, t in enumerate(tables)])
+    assert got.tobytes() == ref.tobytes()
+
+
+def _mixed(seed: int, servers: int, jobs: int, gpus: int, reclaim: int, grow: int) -> dict:
+    """A crowded snapshot whose servers got up to ``grow`` GPUs more each (seeded): free counts and rooms of every
+    size, and ties among servers left as generated."""
+    snap = _crowded(seed, servers, jobs, gpus, reclaim)
+    rng = np.random.default_rng(seed)
+    for s in snap["servers"]:
+        if grow and rng.random() < 0.5:
+            s["gpus"] += int(rng.integers(1, grow + 1))
+    return snap
+
+
+def _both_paths(state, settings):
+    """Admission by the Python twin and by the compiled one (forced at every size), and how often the compiled
+    kernel ran."""
+    from lyra_solver.formulations.mckp import _numba
+    from lyra_solver.heuristics import placement as hp
+
+    if not _numba.load():
+        pytest.skip("numba is not available")
+    nb = hp._kernels()
+    calls = []
+    real = nb.admit_all
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(nb, "admit_all", lambda *a: calls.append(1) or real(*a))
+        mp.setattr(hp, "COMPILED_MIN_JOBS", 10**18)
+        python = admit(state, settings)
+        mp.setattr(hp, "COMPILED_MIN_JOBS", 0)
+        fast = admit(state, settings)
+    return python, fast, len(calls)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), servers=st.integers(1, 40), jobs=st.integers(1, 200),
+       gpus=st.sampled_from([1, 2, 4, 8]), reclaim=st.integers(0, 4), grow=st.sampled_from([0, 0, 3, 9]),
+       queue=st.sampled_from(["sjf", "fifo", "las"]), zeros=st.booleans())
+def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, reclaim, grow, queue, zeros):
+    """The compiled admission (:func:`lyra_solver.heuristics._nbadmit.admit_all`) gives the Python passes'
+    placements (the same dicts, in the same order), admitted jobs in the same order and donors, on crowded
+    clusters of equal servers (ties everywhere) and of mixed sizes, and where running jobs list a usable server
+    with no worker (a placement that ``decide_built`` does not refuse: kept as the Python passes keep it); the GPUs
+    used that it leaves for the later steps are the full count's."""
+    state, cl, rec, borrowed, *_rest, settings, _times = _steps(_mixed(seed, servers, jobs, gpus, reclaim, grow),
+                                                               queue=queue)
+    if zeros:
+        import dataclasses
+
+        usable = np.flatnonzero(usable_servers(cl, rec, borrowed)).tolist()
+        placement = [p if not p or j % 3 else {**p, usable[j % len(usable)]: p.get(usable[j % len(usable)], 0)}
+                     for j, p in enumerate(rec.placement)]
+        state = dataclasses.replace(state, reclaim=dataclasses.replace(rec, placement=tuple(placement)))
+    python, fast, calls = _both_paths(state, settings)
+    assert calls == (1 if state.reclaimed.queued else 0)
+    assert [None if p is None else list(p.items()) for p in fast.placement] == \
+           [None if p is None else list(p.items()) for p in python.placement]
+    assert fast.admitted == python.admitted
+    assert fast.donors == python.donors
+    assert np.array_equal(used_gpus(cl, fast.placement), used_gpus(cl, list(python.placement)))
+
+
+def test_compiled_admission_is_not_compared_on_empty_rounds_only():
+    """The comparison above sees both passes at work: jobs admitted into free GPUs and by donation."""
+    donors = admitted = 0
+    for seed in range(6):
+        state, *_rest, settings, _times = _steps(_mixed(seed, 12, 120, 8, 1, 3))
+        python, fast, _calls = _both_paths(state, settings)
+        assert fast.placement == python.placement and fast.donors == python.donors
+        donors += len(fast.donors)
+        admitted += len(fast.admitted) - len(fast.donors)
+    assert donors > 0 and admitted > 0
+
+
+def _reference_loan(cl, rec) -> tuple[int, ...]:
+    """The former loan step (per-job loops over the queued and the running jobs), for comparison."""
+    idle = [int(s) for s in np.flatnonzero(cl.kind == 2)]
+    usable = usable_servers(cl, rec, ())
+    free = int((cl.gpus - used_gpus(cl, list(rec.placement)))[usable].sum())
+    demand = 0
+    for j in rec.queued:
+        demand += int(cl.max_w[j]) * int(cl.gpw[j])
+    for j, pl in enumerate(rec.placement):
+        if pl:
+            demand += (int(cl.max_w[j]) - sum(pl.values())) * int(cl.gpw[j])
+    deficit, borrowed = demand - free, []
+    for s in sorted(idle, key=lambda s: (-int(cl.gpus[s]), s)):
+        if deficit <= 0:
+            break
+        borrowed.append(s)
+        deficit -= int(cl.gpus[s])
+    return tuple(sorted(borrowed))
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("empty", [False, True])
+def test_loan_demand_is_the_per_job_sum(seed, empty):
+    """The loan step's demand summed over every job at once is the per-job sum of queued and running jobs; a job
+    whose placement is empty (neither queued nor running) counts for nothing either way."""
+    import dataclasses
+
+    from lyra_solver.formulations.vocabulary import ServerKind
+
+    assert int(ServerKind.IDLE) == 2
+    snap = generate_snapshot(servers=30, jobs=60 + 20 * seed, seed=seed, running_share=0.5, elastic_share=0.8)
+    state, cl, rec, *_rest = _steps(snap)
+    if empty:
+        running = [j for j, p in enumerate(rec.placement) if p]
+        placement = list(rec.placement)
+        placement[running[seed % len(running)]] = {}
+        rec = dataclasses.replace(rec, placement=tuple(placement))
+        state = RoundState(cl, reclaim=rec)
+    assert loan(state, None) == _reference_loan(cl, rec)
