@@ -1844,7 +1844,8 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
                    link_share, tail_min, tail_growth, bytes_per_cand, item_bytes):  # pragma: no cover - compiled
     """``core._search`` without limits, from the prepare phase to the choice, in one call: ``prepare_lp``, the
     tolerance and congruence of ``core._prepare`` (numpy's float sums by ``np_sum``: the same doubles), the
-    greedy start (``greedy_fill``), the root test and ``search``; the same choice and counters as the calls from
+    greedy start (``greedy_fill``), the root test and the runs of ``search`` (from the aspiration guesses of
+    ``core.first_guess`` while above the start, then from the start); the same choice and counters as the calls from
     Python, without their boxing and Python lines (a 100 x 10 solve spent most of its time there). Returns
     ``(code, pos, bound, objective, stats)``: ``code`` as ``search``'s, or ``SOLVED_LP_INTEGRAL`` (``bound`` the LP's),
     ``SOLVED_LP_BOUND``, or -1 where the Python path must answer (an infeasible LP, a congruence whose sums
@@ -1908,14 +1909,30 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
     if bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r):
         return SOLVED_LP_BOUND, inc_pos, 0.0, _value_of(values, inc_pos), stats
     regret = regrets(weights, values, sizes, lp_pos, alpha)  # (for the search only: after the root test)
-    code, pos, has_state, st = search(weights, values, sizes, capacity, base_w, base_v, w0, v0, lp_pos, b_cls, alpha,
-                                      tol, mod_g, mod_r, inc_v, lam_up, lam_dn, regret, hw, hv, start, lv, max_bytes,
-                                      link_share, tail_min, tail_growth, bytes_per_cand, item_bytes, -1.0)
-    if code < 0:
-        return -1, lp_pos, 0.0, 0.0, stats
-    for q in range(4):
-        stats[q] = st[q]
-    stats[5] = 1
+    # the runs of core._search: from the aspiration guesses (core.first_guess) while above the start, then from it
+    guess = -np.inf
+    if tol > 0.5 and np.isfinite(bound):
+        guess = np.ceil(bound - tol) - 1.0
+    gap = 1.0
+    while True:
+        is_guess = guess > inc_v
+        z0 = guess if is_guess else inc_v
+        code, pos, has_state, st = search(weights, values, sizes, capacity, base_w, base_v, w0, v0, lp_pos, b_cls,
+                                          alpha, tol, mod_g, mod_r, z0, lam_up, lam_dn, regret, hw, hv, start, lv,
+                                          max_bytes, link_share, tail_min, tail_growth, bytes_per_cand, item_bytes,
+                                          -1.0)
+        if code < 0:
+            return -1, lp_pos, 0.0, 0.0, stats
+        stats[0] += st[0]
+        stats[1] += st[1]
+        if st[2] > stats[2]:
+            stats[2] = st[2]
+        stats[3] += st[3]
+        stats[5] = 1
+        if has_state or not is_guess:
+            break
+        guess -= gap  # the guess failed: no solution beats it
+        gap *= 2.0
     if not has_state:
         pos = inc_pos.copy()
     return code, pos, 0.0, _value_of(values, pos), stats

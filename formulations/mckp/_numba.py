@@ -15,8 +15,8 @@ same rules), so the path taken changes the time, never the answer:
 * the front door's checks (:func:`lyra_solver.formulations.mckp.solve_mckp`): ``front_checks``, once loaded;
 * the core's prepare and start phases: ``prepare_hulls``, ``class_items``, ``fit_prefix`` (and
   ``fit_prefix_short`` for the greedy rounds), ``lp_levels``, ``regrets``, ``greedy_fill``;
-* ``solve_compiled``, a solve without limits in one call (the prepare and start phases, the root test and
-  ``search``; numpy's float sums by ``np_sum``, bit for bit), which the core takes whenever it can;
+* ``solve_compiled``, a solve without limits in one call (the prepare and start phases, the root test and the
+  runs of ``search``; numpy's float sums by ``np_sum``, bit for bit), which the core takes whenever it can;
 * the greedy heuristic's sequential scan (:mod:`lyra_solver.formulations.mckp.greedy`): ``greedy_scan``;
 * the upper hulls' sweep of :func:`lyra_solver.formulations.mckp._lp.upper_hull` (the greedy's LP bound):
   ``hull_stacks``.

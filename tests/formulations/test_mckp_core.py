@@ -778,3 +778,61 @@ def test_both_compiled_selections_equal_numpy(seed):
         want = fit_prefix(key, weight, room)
         for got in (nb.fit_prefix(key, weight, room), nb._fit_prefix_general(key, weight, room)):
             assert np.array_equal(want[0], got[0]) and (int(got[1]), int(got[2])) == (want[1], want[2])
+
+
+@pytest.mark.parametrize(("seed", "runs"), [(107, 1), (1065, 2), (1067, 2)])
+def test_aspiration_guesses_runs_and_answer(monkeypatch, seed, runs):
+    """Integral values: the search runs first from the guess just below the LP bound (``first_guess``), then
+    from ``g - 1``, ... while a guess fails (seeds 1065 and 1067: the optimum is the bound rounded down less 1);
+    the answer is the DP's optimum and both kernel paths give the same choice, bound and counters."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=seed)
+    nb, z0s = kernels(), []
+    search = nb.search
+    monkeypatch.setattr(nb, "search", lambda *a: z0s.append(a[14]) or search(*a))
+    monkeypatch.setattr(core, "_solve_compiled", lambda *a: None)  # the runs one by one through _search_compiled
+    a = solve_core(p, use_numba=True)
+    prep = core._prepare(p, True)
+    g = core.first_guess(prep.lp.bound, prep.tol)
+    assert prep.tol > 0.5 and g == np.floor(prep.lp.bound) - 1.0
+    assert z0s == [g - x for x in (0.0, 1.0, 3.0)[:runs]]
+    b = solve_core(p, use_numba=False)
+    monkeypatch.undo()
+    c = solve_core(p, use_numba=True)  # the one-call solve
+    assert a.status is Status.OPTIMAL and a.objective == solve_mckp(p, method="dp").objective
+    assert a.objective == g + 1.0 - (runs - 1)
+    for other in (b, c):
+        assert (other.choice, other.bound, other.backend_status) == (a.choice, a.bound, a.backend_status)
+        assert {k: v for k, v in other.stats.items() if k != "numba"} == \
+            {k: v for k, v in a.stats.items() if k != "numba"}
+
+
+def test_aspiration_guess_stopped_by_a_limit_keeps_a_valid_bound():
+    """A limit hit during a run from a guess (after a failed guess): status feasible, the start solution, and a
+    bound at least the optimum (the failed guess's, or the open states'); both kernel paths agree."""
+    from lyra_solver.bench import mckp_instances as gen
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=1067)
+    full = solve_core(p)
+    for max_states in (50, 1000):
+        a = solve_core(p, use_numba=True, max_states=max_states)
+        b = solve_core(p, use_numba=False, max_states=max_states)
+        assert a.status is Status.FEASIBLE and a.backend_status == "state_limit"
+        assert a.objective < full.objective <= a.bound <= full.objective + 1.0
+        ws, vs = p.to_ragged()
+        checked(ws, vs, p.capacity, a)
+        assert (b.choice, b.bound, b.objective) == (a.choice, a.bound, a.objective)
+
+
+def test_first_guess_only_for_integral_values():
+    """The first guess: the largest integer ``g`` with ``g + tol < bound`` under the integral tolerance; none
+    (``-inf``) under a float tolerance or an infinite bound."""
+    from lyra_solver.formulations.mckp.core import first_guess
+
+    tol = 1.0 - 1e-6
+    assert first_guess(10.0, tol) == 9.0 and first_guess(10.5, tol) == 9.0 and first_guess(10.9999999, tol) == 10.0
+    assert first_guess(-3.25, tol) == -5.0
+    assert first_guess(10.5, 1e-9) == -np.inf and first_guess(np.inf, tol) == -np.inf
