@@ -780,9 +780,9 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     steps (numpy; :math:`O(\\sum_t S_t k_t^2)` with numba), ``S_t`` the states before step ``t`` and ``k_t`` the
     entering class's items left after its reduction, summed over the runs (with integral values, at most
     :math:`\\lceil \\log_2(U - z_0) \\rceil + 2` runs for the LP bound ``U`` and the start value ``z_0``, each from
-    the root; each failed guess's run keeps at most the states whose bound beats its guess). ``S_t`` is bounded by the distinct state weights within
-    the bounds, never by the capacity; it is exponential in the core size in the worst case, as for every exact
-    method of this NP-hard problem, and the core stays small on the engine's tables (Pisinger 1995).
+    the root). ``S_t`` is bounded by the distinct state weights within the bounds, never by the capacity; it is
+    exponential in the core size in the worst case, as for every exact method of this NP-hard problem, and the
+    core stays small on the engine's tables (Pisinger 1995).
     """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + float(time_limit)
