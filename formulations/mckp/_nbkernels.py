@@ -1834,6 +1834,129 @@ def _value_of(values, pos):  # pragma: no cover - compiled
     return np_sum(got)
 
 
+@numba.njit(cache=True, nogil=True)
+def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits,
+              max_classes):  # pragma: no cover - compiled
+    """Twin of ``core._face_fill_numpy``: a choice of weight exactly ``capacity`` made of the LP items and moves
+    of zero reduced cost (``(v_ij - v_lp) dw_b == (w_ij - w_lp) gain``, exact products below ``2**52``), found by
+    a subset-sum over bitsets of 64-bit words, else the heaviest below it above the LP items' weight; an empty
+    array when none is found. Returns the raw positions."""
+    n = sizes.shape[0]
+    empty = np.zeros(0, dtype=np.int64)
+    if target <= 0:
+        return empty
+    lim = 2.0**52
+    cnt = 0
+    for i in range(n):
+        q = lp_pos[i]
+        for j in range(sizes[i]):
+            d = weights[i, j] - base_w[i]
+            if d == 0 or j == q:
+                continue
+            a = (values[i, j] - base_v[i]) * dw_b
+            b = float(d) * gain
+            if a == b and abs(a) < lim and abs(b) < lim:
+                cnt += 1
+    if cnt == 0:
+        return empty
+    md = np.empty(cnt, dtype=np.int64)
+    mj = np.empty(cnt, dtype=np.int64)
+    first = np.empty(n + 1, dtype=np.int64)
+    zc = np.empty(n, dtype=np.int64)
+    zkey = np.empty(n, dtype=np.int64)
+    nz = 0
+    c = 0
+    for i in range(n):
+        first[i] = c
+        q = lp_pos[i]
+        small = -1
+        for j in range(sizes[i]):
+            d = weights[i, j] - base_w[i]
+            if d == 0 or j == q:
+                continue
+            a = (values[i, j] - base_v[i]) * dw_b
+            b = float(d) * gain
+            if a == b and abs(a) < lim and abs(b) < lim:
+                md[c] = d
+                mj[c] = j
+                c += 1
+                ad = d if d > 0 else -d
+                if small < 0 or ad < small:
+                    small = ad
+        if small >= 0:
+            zc[nz] = i
+            zkey[nz] = small
+            nz += 1
+    first[n] = c
+    o = np.argsort(zkey[:nz], kind="mergesort")  # smallest move first; ties by class (the listing's order)
+    nc = min(nz, max_classes)
+    half = max(target, 64)  # the window: offsets -half .. target + half, half at least the largest move taken
+    for t in range(nc):
+        i = zc[o[t]]
+        for e in range(first[i], first[i + 1]):
+            ad = md[e] if md[e] > 0 else -md[e]
+            if ad > half:
+                half = ad
+    nbits = target + 2 * half + 1
+    if nbits > max_bits:
+        return empty
+    nw = (nbits + 63) // 64
+    sets = np.zeros((nc + 1, nw), dtype=np.uint64)
+    zero_at = half  # bit of offset 0 (offset x is bit x + half)
+    sets[0, zero_at // 64] = np.uint64(1) << np.uint64(zero_at % 64)
+    tbit = target + half
+    last_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if nbits % 64:
+        last_mask = (np.uint64(1) << np.uint64(nbits % 64)) - np.uint64(1)
+    hit = -1
+    for t in range(nc):
+        i = zc[o[t]]
+        for w in range(nw):
+            sets[t + 1, w] = sets[t, w]
+        for e in range(first[i], first[i + 1]):
+            d = md[e]
+            for w in range(nw):
+                # bits [64 w - d, 64 w + 63 - d] of the previous set
+                src = 64 * w - d
+                a_ = src // 64
+                r = src - 64 * a_
+                lo_w = sets[t, a_] if 0 <= a_ < nw else np.uint64(0)
+                if r == 0:
+                    sets[t + 1, w] |= lo_w
+                else:
+                    hi_w = sets[t, a_ + 1] if 0 <= a_ + 1 < nw else np.uint64(0)
+                    sets[t + 1, w] |= (lo_w >> np.uint64(r)) | (hi_w << np.uint64(64 - r))
+        sets[t + 1, nw - 1] &= last_mask
+        if (sets[t + 1, tbit // 64] >> np.uint64(tbit % 64)) & np.uint64(1):
+            hit = t
+            break
+    x = tbit
+    if hit < 0:  # the heaviest sum below the target, when above the LP items' weight
+        hit = nc - 1
+        x = -1
+        y = tbit
+        while y > half:
+            if (sets[nc, y // 64] >> np.uint64(y % 64)) & np.uint64(1):
+                x = y
+                break
+            y -= 1
+        if x < 0:
+            return empty
+    pos = lp_pos.copy()
+    for t in range(hit, -1, -1):
+        if (sets[t, x // 64] >> np.uint64(x % 64)) & np.uint64(1):
+            continue  # the class keeps its LP item
+        i = zc[o[t]]
+        for e in range(first[i], first[i + 1]):
+            y = x - md[e]
+            if 0 <= y < nbits and (sets[t, y // 64] >> np.uint64(y % 64)) & np.uint64(1):
+                pos[i] = mj[e]
+                x = y
+                break
+    return pos
+
+
+
 #: Codes of ``solve_compiled`` beyond those of ``search`` (0 fathomed, 1 bound, 2 congruence, 3 exhausted).
 SOLVED_LP_INTEGRAL = 4
 SOLVED_LP_BOUND = 5
@@ -1841,7 +1964,8 @@ SOLVED_LP_BOUND = 5
 
 @numba.njit(cache=True, nogil=True)
 def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_margin, fill_rounds, max_bytes,
-                   link_share, tail_min, tail_growth, bytes_per_cand, item_bytes):  # pragma: no cover - compiled
+                   link_share, tail_min, tail_growth, bytes_per_cand, item_bytes, face_bits,
+                   face_classes):  # pragma: no cover - compiled
     """``core._search`` without limits, from the prepare phase to the choice, in one call: ``prepare_lp``, the
     tolerance and congruence of ``core._prepare`` (numpy's float sums by ``np_sum``: the same doubles), the
     greedy start (``greedy_fill``), the root test and the runs of ``search`` (from the aspiration guesses of
@@ -1906,6 +2030,16 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
         w0 += base_w[i]
     v0 = np_sum(base_v)
     root_lag = v0 + alpha * float(capacity - w0)
+    if use_greedy and tol > 0.5 and not (bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r)):
+        # core._search's face fill: the LP bound reached by moves of zero reduced cost
+        pos = face_fill(weights, values, sizes, lp_pos, base_w, base_v, capacity - w0, float(dw_b), gain,
+                        face_bits, face_classes)
+        if pos.shape[0]:
+            fv = _value_of(values, pos)
+            if fv > inc_v:
+                inc_v = fv
+                inc_pos = pos
+                stats[4] = 0
     if bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r):
         return SOLVED_LP_BOUND, inc_pos, 0.0, _value_of(values, inc_pos), stats
     regret = regrets(weights, values, sizes, lp_pos, alpha)  # (for the search only: after the root test)

@@ -14,7 +14,11 @@ Written from the published description of the algorithm (no code of its authors 
    items can only lower it: still a valid bound).
 2. **Start** (:func:`_greedy_fill`). The first incumbent is ``x^LP`` filled greedily: the free capacity is
    used by the moves that gain most, in rounds, best value per unit of weight first; on the classic instances
-   it ends within a few units of the capacity, so the gap to ``U`` starts small.
+   it ends within a few units of the capacity, so the gap to ``U`` starts small. With integral values, when that
+   start does not prove itself optimal, the *face fill* (:func:`_face_fill_numpy`) looks for a choice made of the
+   LP items and moves of zero reduced cost (slope exactly ``alpha``) that fills the capacity exactly: such a
+   choice reaches ``U`` and is optimal at the root (bitsets of the reachable sums, the classes with the smallest
+   moves first); else the closest one below the capacity is offered as the incumbent.
 3. **Expand** (the loop of :func:`solve_core`). The core starts with the break class; the other classes wait in
    an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``), sorted lazily (only
    the prefix read so far, :class:`_LazyOrder`), and enter one at a time from the list whose head gradient is
@@ -136,6 +140,11 @@ INT_MARGIN = 1e-6
 
 #: Rounds of the greedy fill of the start solution.
 FILL_ROUNDS = 12
+
+#: The face fill (:func:`_face_fill_numpy`) tries targets up to this many bits of offsets (the window of partial
+#: sums, ``target + 2 max(target, 64) + 1``) and at most this many classes with moves of zero reduced cost.
+FACE_BITS = 1 << 16
+FACE_CLASSES = 64
 
 
 def default_use_numba(problem: MCKPProblem) -> bool:
@@ -704,6 +713,101 @@ def _greedy_fill_numpy(prep: _Prepared, problem: MCKPProblem, cap: int) -> tuple
     return pos, value, int(room)
 
 
+def _face_fill(prep: _Prepared, problem: MCKPProblem, use_numba: bool = False) -> np.ndarray | None:
+    """Phase 2's face fill (:func:`_face_fill_numpy`), by the numba twin ``face_fill`` when ``use_numba`` and it is
+    available (the same positions)."""
+    nb = kernels() if use_numba else None
+    if nb is None:
+        return _face_fill_numpy(prep, problem)
+    b, hulls = prep.lp.frac_class, prep.hulls
+    s = int(hulls.start[b] + prep.lp.levels[b])
+    pos = nb.face_fill(problem.weights, problem.values, problem.sizes, prep.lp.lp_pos, prep.base_w, prep.base_v,
+                       problem.capacity - int(prep.base_w.sum()), float(hulls.weights[s + 1] - hulls.weights[s]),
+                       float(hulls.values[s + 1] - hulls.values[s]), FACE_BITS, FACE_CLASSES)
+    return pos if pos.shape[0] else None
+
+
+def _face_fill_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None:
+    """Phase 2, integral values: a solution on the LP's optimal face that fills the capacity exactly, which
+    reaches the LP bound (so it is optimal), else the one of these that comes closest below the capacity.
+
+    A move of class ``i`` from its LP item to item ``j`` has zero reduced cost when ``v_ij - alpha w_ij`` equals
+    the LP item's, tested exactly as ``(v_ij - v_lp) dw_b == (w_ij - w_lp) gain`` (``alpha = gain / dw_b``, the
+    break increment; integral products below ``2**52``, else the move is left out). A choice of the LP items
+    with such moves of total weight ``T = c - W_LP`` (``W_LP`` the LP items' weight) has Lagrangian value ``U``
+    and weight ``c``, hence value ``U``; one of weight ``W_LP + x`` (``0 < x < T``) has value
+    ``U - alpha (T - x)``: the heaviest is returned when ``T`` is not reached (``None`` when none is above
+    ``W_LP``, or ``T <= 0``). The classes with such moves are taken by their smallest ``|move|`` (ties: the lower
+    class), at most :data:`FACE_CLASSES` of them, and the reachable sums of their moves are kept as bitsets over
+    the offsets ``-H .. T + H`` (``H`` the largest of ``T``, 64 and the largest ``|move|`` of those classes; sums
+    outside are dropped; at most :data:`FACE_BITS` bits, else nothing is tried) until ``T`` is reached (weakly
+    correlated 100 x 10, seeds 1000-1099: reached in 80, every seed whose optimum is the LP bound at an integral
+    break gradient; a narrower window ``H = max(T, 64)`` reached it in 55). The choice is read back from the last
+    class to the first (a class keeps its LP item when the sum was reachable without it, else takes its first
+    move, by item index, that was). On weakly correlated and subset-sum instances the break gradient is often
+    integral (1) and many classes have such moves, where the core's states would enumerate the same sums one by
+    one. The twin ``face_fill`` works on 64-bit words; this one on Python integers (the same sets).
+
+    Running time :math:`O(N)` for the moves (``N`` items) and :math:`O(K B / 64)` word operations (``K`` moves of
+    the classes taken, ``B`` bits).
+    """
+    lp, hulls = prep.lp, prep.hulls
+    b = lp.frac_class
+    s = int(hulls.start[b] + lp.levels[b])
+    dw_b = float(hulls.weights[s + 1] - hulls.weights[s])
+    gain = float(hulls.values[s + 1] - hulls.values[s])
+    target = problem.capacity - int(prep.base_w.sum())
+    if target <= 0:
+        return None
+    n, m = problem.weights.shape
+    d = problem.weights - prep.base_w[:, None]
+    a = (problem.values - prep.base_v[:, None]) * dw_b
+    bb = d.astype(np.float64) * gain
+    cols = np.arange(m)[None, :]
+    zero = (cols < problem.sizes[:, None]) & (cols != lp.lp_pos[:, None]) & (d != 0) & (a == bb) & \
+        (np.abs(a) < 2.0**52) & (np.abs(bb) < 2.0**52)
+    cls = np.flatnonzero(zero.any(axis=1))
+    if cls.shape[0] == 0:
+        return None
+    smallest = np.where(zero[cls], np.abs(d[cls]), np.iinfo(np.int64).max).min(axis=1)
+    cls = cls[np.argsort(smallest, kind="stable")][:FACE_CLASSES]
+    half = max(target, int(np.abs(np.where(zero[cls], d[cls], 0)).max()), 64)
+    nbits = target + 2 * half + 1
+    if nbits > FACE_BITS:
+        return None
+    mask = (1 << nbits) - 1
+    sets = [1 << half]
+    tbit = target + half
+    hit = -1
+    for t, i in enumerate(cls.tolist()):
+        cur = sets[-1]
+        new = cur
+        for dd in d[i][zero[i]].tolist():
+            new |= (cur << dd) if dd > 0 else (cur >> -dd)
+        sets.append(new & mask)
+        if (sets[-1] >> tbit) & 1:
+            hit = t
+            break
+    x = tbit
+    if hit < 0:  # the heaviest sum below the target, when above the LP items' weight
+        hit = len(sets) - 2
+        x = (sets[-1] & ((1 << (tbit + 1)) - 1)).bit_length() - 1
+        if x <= half:
+            return None
+    pos = lp.lp_pos.copy()
+    for t in range(hit, -1, -1):
+        if (sets[t] >> x) & 1:
+            continue
+        i = int(cls[t])
+        for j in np.flatnonzero(zero[i]).tolist():
+            y = x - int(d[i, j])
+            if 0 <= y < nbits and (sets[t] >> y) & 1:
+                pos[i] = j
+                x = y
+                break
+    return pos
+
+
 def _class_items_numpy(problem: MCKPProblem, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Undominated items of class ``i``: weights, values and raw indices sorted by weight (strictly increasing
     weights and values; of identical items the lowest index). The numba twin is ``class_items``."""
@@ -826,6 +930,13 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
     mod = (prep.mod_g, prep.mod_r)
     # the root state's Lagrangian value is the LP bound (duality); with a congruence it may close the gap alone
     root_lag = float(prep.base_v.sum()) + alpha * float(cap - int(prep.base_w.sum()))
+    if use_greedy and tol > 0.5 and not (lp.bound - inc.value <= tol or
+                                         root_lag <= lift_threshold(inc.value + tol, *mod)):
+        pos = _face_fill(prep, problem, bool(use_numba))
+        if pos is not None:
+            inc.offer_full(float(problem.values[np.arange(problem.n_classes), pos].sum()), pos)
+            if inc.positions is pos:
+                stats["free_start"] = 0
     if lp.bound - inc.value <= tol or root_lag <= lift_threshold(inc.value + tol, *mod):
         return _finish(problem, prep, inc, inc.positions, [], [], [], (step_numpy, count_numpy), max_bytes, lp.bound,
                        True, start, "lp-bound", stats)
@@ -1078,7 +1189,8 @@ def _solve_compiled(problem: MCKPProblem, start: float, use_greedy: bool, max_by
     item_bytes = 2 if problem.weights.shape[1] < 2**15 else 8
     code, pos, bound, obj, st = nb.solve_compiled(problem.weights, problem.values, problem.sizes, problem.capacity,
                                              use_greedy, REL_TOL, INT_MARGIN, FILL_ROUNDS, max_bytes, LINK_SHARE,
-                                             TAIL_MIN_CANDIDATES, TAIL_GROWTH, BYTES_PER_CANDIDATE, item_bytes)
+                                             TAIL_MIN_CANDIDATES, TAIL_GROWTH, BYTES_PER_CANDIDATE, item_bytes,
+                                             FACE_BITS, FACE_CLASSES)
     if code < 0:
         return None
     c, s, m, k, free, compiled = st.tolist()
