@@ -892,3 +892,29 @@ def test_face_fill_proves_the_bound_at_the_root(seed):
     assert a.objective == a.bound == solve_mckp(p, method="dp").objective
     assert (b.choice, b.bound, b.backend_status) == (a.choice, a.bound, a.backend_status)
     assert solve_core(p, use_numba=True, use_greedy=False).stats["states"] > 0  # the start heuristics at work
+
+
+def test_a_guess_failed_with_few_classes_ends_the_guesses(monkeypatch):
+    """Uncorrelated 100 x 10, seed 1003: the first guess fails with at most GUESS_STOP_CLASSES classes in its core,
+    so the next run is from the start solution (not from ``g - 1``); the DP's optimum, both paths alike."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    p = gen.pisinger("uncorrelated", 100, 10, R=1000, seed=1003)
+    nb, runs = kernels(), []
+    search = nb.search
+    monkeypatch.setattr(nb, "search", lambda *a: (got := search(*a), runs.append((a[14], int(got[3][0]))))[0])
+    monkeypatch.setattr(core, "_solve_compiled", lambda *a: None)
+    a = solve_core(p, use_numba=True)
+    prep = core._prepare(p, True)
+    start_value = float(p.values[np.arange(p.n_classes), core._greedy_fill(prep, p, p.capacity, True)[0]].sum())
+    assert len(runs) == 2 and runs[0][0] == core.first_guess(prep.lp.bound, prep.tol)
+    assert runs[0][1] <= core.GUESS_STOP_CLASSES and runs[1][0] == start_value < runs[0][0] - 1.0
+    monkeypatch.undo()
+    b, c = solve_core(p, use_numba=False), solve_core(p, use_numba=True)
+    assert a.status is Status.OPTIMAL and a.objective == solve_mckp(p, method="dp").objective
+    for other in (b, c):
+        assert (other.choice, other.bound, other.backend_status) == (a.choice, a.bound, a.backend_status)
+        assert {k: v for k, v in other.stats.items() if k != "numba"} == \
+            {k: v for k, v in a.stats.items() if k != "numba"}
