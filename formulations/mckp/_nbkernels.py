@@ -304,10 +304,10 @@ def _rank_sort_small(weights, values, i, k, order, cw, cv, ci):  # pragma: no co
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
+def _class_undominated(weights, values, i, k, order, cw, cv, ci):  # pragma: no cover - compiled
     """Undominated items of class ``i`` (into ``cw, cv, ci``: sorted by weight, strictly increasing weights
-    and values) and their upper hull (positions into ``hp``); returns ``(undominated, vertices, sorted)``,
-    ``sorted`` when the class's raw weights strictly increase."""
+    and values); returns ``(undominated, sorted)``, ``sorted`` when the class's raw weights strictly increase.
+    The first part of ``_class_reduce``, alone where the hull is not read (the entering class's selection)."""
     inc = True
     for j in range(1, k):
         if weights[i, j] <= weights[i, j - 1]:
@@ -372,6 +372,15 @@ def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no c
                 c += 1
             if xv > best:
                 best = xv
+    return c, inc
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
+    """Undominated items of class ``i`` (into ``cw, cv, ci``: sorted by weight, strictly increasing weights
+    and values) and their upper hull (positions into ``hp``); returns ``(undominated, vertices, sorted)``,
+    ``sorted`` when the class's raw weights strictly increase."""
+    c, inc = _class_undominated(weights, values, i, k, order, cw, cv, ci)
     # upper hull: monotone chain, popping a vertex on or below the segment
     top = 1
     hp[0] = 0
@@ -560,7 +569,7 @@ def _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, c
     """``select_items`` into the caller's buffers (scratch ``order, cw, cv, ci, chp`` and the outputs ``cand, dw,
     dv``, each of at least ``max(k, 1)`` entries: the compiled search allocates them once); returns how many
     items were selected (the first entries of the outputs)."""
-    c, _, _ = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
+    c, _ = _class_undominated(weights, values, i, k, order, cw, cv, ci)
     lp_at = np.searchsorted(cw[:c], bw)
     lag_lp = cv[lp_at] - alpha * float(cw[lp_at])
     n_sel = 0
