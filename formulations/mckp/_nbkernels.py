@@ -1869,16 +1869,20 @@ def _value_of(values, pos):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits,
-              max_classes):  # pragma: no cover - compiled
+def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits, max_classes,
+              layers):  # pragma: no cover - compiled
     """Twin of ``core._face_fill_numpy``: a choice of weight exactly ``capacity`` made of the LP items and moves
     of zero reduced cost (``(v_ij - v_lp) dw_b == (w_ij - w_lp) gain``, exact products below ``2**52``), found by
     a subset-sum over bitsets of 64-bit words, else the heaviest below it above the LP items' weight; an empty
-    array when none is found. Returns the raw positions."""
+    array when none is found. Returns the raw positions. ``layers=1``: ``_face_fill_loss1`` (twin of
+    ``core._face_fill_loss1_numpy``)."""
     n = sizes.shape[0]
     empty = np.zeros(0, dtype=np.int64)
     if target <= 0:
         return empty
+    if layers == 1:
+        return _face_fill_loss1(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits,
+                                max_classes)
     lim = 2.0**52
     cnt = 0
     for i in range(n):
@@ -1991,6 +1995,165 @@ def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain
 
 
 
+@numba.njit(cache=True, nogil=True)
+def _shift_or(dst, src, d, nw):  # pragma: no cover - compiled
+    """``dst |= src`` shifted up by ``d`` bits (down for ``d < 0``) over ``nw`` 64-bit words, bits past either
+    end dropped (the caller masks the last word)."""
+    for w in range(nw):
+        sb = 64 * w - d
+        a_ = sb // 64
+        r = sb - 64 * a_
+        lo_w = src[a_] if 0 <= a_ < nw else np.uint64(0)
+        if r == 0:
+            dst[w] |= lo_w
+        else:
+            hi_w = src[a_ + 1] if 0 <= a_ + 1 < nw else np.uint64(0)
+            dst[w] |= (lo_w >> np.uint64(r)) | (hi_w << np.uint64(64 - r))
+
+
+@numba.njit(cache=True, nogil=True)
+def _bit(words, b):  # pragma: no cover - compiled
+    return (words[b // 64] >> np.uint64(b % 64)) & np.uint64(1) == np.uint64(1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _top_bit(words, hi, lo):  # pragma: no cover - compiled
+    """The highest set bit in ``lo + 1 .. hi``, ``-1`` when none."""
+    y = hi
+    while y > lo:
+        if _bit(words, y):
+            return y
+        y -= 1
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _face_fill_loss1(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits,
+                     max_classes):  # pragma: no cover - compiled
+    """Twin of ``core._face_fill_loss1_numpy`` (two layers of bitsets over 64-bit words)."""
+    empty = np.zeros(0, dtype=np.int64)
+    if not (gain >= 0.0 and gain < 2.0**52 and gain % dw_b == 0.0):
+        return empty
+    mu = gain / dw_b
+    n = sizes.shape[0]
+    lim = 2.0**52
+    cnt = 0
+    for i in range(n):
+        for j in range(sizes[i]):
+            d = weights[i, j] - base_w[i]
+            if d == 0 or j == lp_pos[i]:
+                continue
+            mw = float(d) * mu
+            ls = (base_v[i] - values[i, j]) + mw
+            if abs(mw) < lim and (ls == 0.0 or ls == 1.0):
+                cnt += 1
+    if cnt == 0:
+        return empty
+    md = np.empty(cnt, dtype=np.int64)
+    mj = np.empty(cnt, dtype=np.int64)
+    ml = np.empty(cnt, dtype=np.int64)
+    first = np.empty(n + 1, dtype=np.int64)
+    zc = np.empty(n, dtype=np.int64)
+    zkey = np.empty(n, dtype=np.int64)
+    nz = 0
+    c = 0
+    for i in range(n):
+        first[i] = c
+        small = -1
+        for j in range(sizes[i]):
+            d = weights[i, j] - base_w[i]
+            if d == 0 or j == lp_pos[i]:
+                continue
+            mw = float(d) * mu
+            ls = (base_v[i] - values[i, j]) + mw
+            if abs(mw) < lim and (ls == 0.0 or ls == 1.0):
+                md[c] = d
+                mj[c] = j
+                ml[c] = 0 if ls == 0.0 else 1
+                c += 1
+                ad = d if d > 0 else -d
+                if small < 0 or ad < small:
+                    small = ad
+        if small >= 0:
+            zc[nz] = i
+            zkey[nz] = small
+            nz += 1
+    first[n] = c
+    o = np.argsort(zkey[:nz], kind="mergesort")
+    nc = min(nz, max_classes)
+    half = max(target, 64)
+    for t in range(nc):
+        i = zc[o[t]]
+        for e in range(first[i], first[i + 1]):
+            ad = md[e] if md[e] > 0 else -md[e]
+            if ad > half:
+                half = ad
+    nbits = target + 2 * half + 1
+    if nbits > max_bits:
+        return empty
+    nw = (nbits + 63) // 64
+    s0 = np.zeros((nc + 1, nw), dtype=np.uint64)
+    s1 = np.zeros((nc + 1, nw), dtype=np.uint64)
+    s0[0, half // 64] = np.uint64(1) << np.uint64(half % 64)
+    s1[0, half // 64] = np.uint64(1) << np.uint64(half % 64)
+    tbit = target + half
+    last_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if nbits % 64:
+        last_mask = (np.uint64(1) << np.uint64(nbits % 64)) - np.uint64(1)
+    done = nc
+    for t in range(nc):
+        i = zc[o[t]]
+        for w in range(nw):
+            s0[t + 1, w] = s0[t, w]
+            s1[t + 1, w] = s1[t, w]
+        for e in range(first[i], first[i + 1]):
+            if ml[e] == 0:
+                _shift_or(s0[t + 1], s0[t], md[e], nw)
+                _shift_or(s1[t + 1], s1[t], md[e], nw)
+            else:
+                _shift_or(s1[t + 1], s0[t], md[e], nw)
+        s0[t + 1, nw - 1] &= last_mask
+        s1[t + 1, nw - 1] &= last_mask
+        if _bit(s0[t + 1], tbit):
+            done = t + 1
+            break
+    x0 = _top_bit(s0[done], tbit, half)
+    x1 = _top_bit(s1[done], tbit, half)
+    best_d = 0.0
+    layer = -1
+    x = -1
+    if x0 > half:
+        best_d = mu * float(tbit - x0)
+        layer = 0
+        x = x0
+    if x1 > half and (layer < 0 or 1.0 + mu * float(tbit - x1) < best_d):
+        best_d = 1.0 + mu * float(tbit - x1)
+        layer = 1
+        x = x1
+    if layer < 0:
+        return empty
+    pos = lp_pos.copy()
+    for t in range(done - 1, -1, -1):
+        if _bit(s1[t] if layer == 1 else s0[t], x):
+            continue
+        i = zc[o[t]]
+        for e in range(first[i], first[i + 1]):
+            y = x - md[e]
+            if y < 0 or y >= nbits:
+                continue
+            if ml[e] == 0 and _bit(s1[t] if layer == 1 else s0[t], y):
+                pos[i] = mj[e]
+                x = y
+                break
+            if ml[e] == 1 and layer == 1 and _bit(s0[t], y):
+                pos[i] = mj[e]
+                x = y
+                layer = 0
+                break
+    return pos
+
+
+
 #: Codes of ``solve_compiled`` beyond those of ``search`` (0 fathomed, 1 bound, 2 congruence, 3 exhausted).
 SOLVED_LP_INTEGRAL = 4
 SOLVED_LP_BOUND = 5
@@ -2065,15 +2228,21 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
     v0 = np_sum(base_v)
     root_lag = v0 + alpha * float(capacity - w0)
     if use_greedy and tol > 0.5 and not (bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r)):
-        # core._search's face fill: the LP bound reached by moves of zero reduced cost
-        pos = face_fill(weights, values, sizes, lp_pos, base_w, base_v, capacity - w0, float(dw_b), gain,
-                        face_bits, face_classes)
-        if pos.shape[0]:
-            fv = _value_of(values, pos)
-            if fv > inc_v:
-                inc_v = fv
-                inc_pos = pos
-                stats[4] = 0
+        # core._search's face fills: the LP bound reached by moves of zero reduced cost; then with one unit of loss
+        for layers in range(2):
+            pos = face_fill(weights, values, sizes, lp_pos, base_w, base_v, capacity - w0, float(dw_b), gain,
+                            face_bits, face_classes, layers)
+            if pos.shape[0]:
+                fv = _value_of(values, pos)
+                if fv > inc_v:
+                    inc_v = fv
+                    inc_pos = pos
+                    fw = 0
+                    for i in range(n):
+                        fw += weights[i, pos[i]]
+                    stats[4] = capacity - fw
+            if bound - inc_v <= tol:
+                break
     if bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r):
         return SOLVED_LP_BOUND, inc_pos, 0.0, _value_of(values, inc_pos), stats
     regret = regrets(weights, values, sizes, lp_pos, alpha)  # (for the search only: after the root test)

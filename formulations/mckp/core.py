@@ -18,7 +18,8 @@ Written from the published description of the algorithm (no code of its authors 
    start does not prove itself optimal, the *face fill* (:func:`_face_fill_numpy`) looks for a choice made of the
    LP items and moves of zero reduced cost (slope exactly ``alpha``) that fills the capacity exactly: such a
    choice reaches ``U`` and is optimal at the root (bitsets of the reachable sums, the classes with the smallest
-   moves first); else the closest one below the capacity is offered as the incumbent.
+   moves first); else the closest one below the capacity is offered as the incumbent, and with an integral break
+   gradient a second fill allows one unit of loss (:func:`_face_fill_loss1_numpy`: the optimum one below ``U``).
 3. **Expand** (the loop of :func:`solve_core`). The core starts with the break class; the other classes wait in
    an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``), sorted lazily (only
    the prefix read so far, :class:`_LazyOrder`), and enter one at a time from the list whose head gradient is
@@ -723,17 +724,17 @@ def _greedy_fill_numpy(prep: _Prepared, problem: MCKPProblem, cap: int) -> tuple
     return pos, value, int(room)
 
 
-def _face_fill(prep: _Prepared, problem: MCKPProblem, use_numba: bool = False) -> np.ndarray | None:
-    """Phase 2's face fill (:func:`_face_fill_numpy`), by the numba twin ``face_fill`` when ``use_numba`` and it is
-    available (the same positions)."""
+def _face_fill(prep: _Prepared, problem: MCKPProblem, use_numba: bool = False, layers: int = 0) -> np.ndarray | None:
+    """Phase 2's face fill (:func:`_face_fill_numpy`; with ``layers=1`` :func:`_face_fill_loss1_numpy`), by the
+    numba twin ``face_fill`` when ``use_numba`` and it is available (the same positions)."""
     nb = kernels() if use_numba else None
     if nb is None:
-        return _face_fill_numpy(prep, problem)
+        return (_face_fill_numpy, _face_fill_loss1_numpy)[layers](prep, problem)
     b, hulls = prep.lp.frac_class, prep.hulls
     s = int(hulls.start[b] + prep.lp.levels[b])
     pos = nb.face_fill(problem.weights, problem.values, problem.sizes, prep.lp.lp_pos, prep.base_w, prep.base_v,
                        problem.capacity - int(prep.base_w.sum()), float(hulls.weights[s + 1] - hulls.weights[s]),
-                       float(hulls.values[s + 1] - hulls.values[s]), FACE_BITS, FACE_CLASSES)
+                       float(hulls.values[s + 1] - hulls.values[s]), FACE_BITS, FACE_CLASSES, layers)
     return pos if pos.shape[0] else None
 
 
@@ -814,6 +815,87 @@ def _face_fill_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None
             if 0 <= y < nbits and (sets[t] >> y) & 1:
                 pos[i] = j
                 x = y
+                break
+    return pos
+
+
+def _face_fill_loss1_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None:
+    """The face fill with one unit of loss (integral values and an integral break gradient ``mu = gain / dw_b``
+    only, else ``None``): moves of loss ``l = (v_lp - v_ij) - mu (w_lp - w_ij)`` 0 or 1 (``d = w_ij - w_lp != 0``),
+    the reachable sums of two layers (total loss 0, total loss at most 1) as bitsets, the classes and the window
+    as in :func:`_face_fill_numpy` (over these moves). A choice of loss ``l`` and weight ``W_LP + x`` (``x <= T``)
+    has value ``U - l - mu (T - x)``: the least such deficit is returned (layer 0 on a tie), ``None`` when no sum
+    above ``W_LP`` is reached. It runs when the fill at zero loss did not reach the bound: on weakly correlated
+    instances whose optimum is the bound less one (100 x 10, seeds 1014 and 1067) the core needed thousands of
+    state-item pairs to find it from a guess. Running time as :func:`_face_fill_numpy`'s, twice the words.
+    """
+    lp, hulls = prep.lp, prep.hulls
+    b = lp.frac_class
+    s = int(hulls.start[b] + lp.levels[b])
+    dw_b = float(hulls.weights[s + 1] - hulls.weights[s])
+    gain = float(hulls.values[s + 1] - hulls.values[s])
+    target = problem.capacity - int(prep.base_w.sum())
+    if target <= 0 or not (gain >= 0.0 and gain < 2.0**52 and gain % dw_b == 0.0):
+        return None
+    mu = gain / dw_b
+    m = problem.weights.shape[1]
+    d = problem.weights - prep.base_w[:, None]
+    mw = d.astype(np.float64) * mu
+    loss = (prep.base_v[:, None] - problem.values) + mw
+    cols = np.arange(m)[None, :]
+    ok = (cols < problem.sizes[:, None]) & (cols != lp.lp_pos[:, None]) & (d != 0) & (np.abs(mw) < 2.0**52) & \
+        ((loss == 0.0) | (loss == 1.0))
+    cls = np.flatnonzero(ok.any(axis=1))
+    if cls.shape[0] == 0:
+        return None
+    smallest = np.where(ok[cls], np.abs(d[cls]), np.iinfo(np.int64).max).min(axis=1)
+    cls = cls[np.argsort(smallest, kind="stable")][:FACE_CLASSES]
+    half = max(target, int(np.abs(np.where(ok[cls], d[cls], 0)).max()), 64)
+    nbits = target + 2 * half + 1
+    if nbits > FACE_BITS:
+        return None
+    mask = (1 << nbits) - 1
+    s0, s1 = [1 << half], [1 << half]
+    tbit = target + half
+    for i in cls.tolist():
+        c0, c1 = s0[-1], s1[-1]
+        n0, n1 = c0, c1
+        for j in np.flatnonzero(ok[i]).tolist():
+            dd = int(d[i, j])
+            if loss[i, j] == 0.0:
+                n0 |= (c0 << dd) if dd > 0 else (c0 >> -dd)
+                n1 |= (c1 << dd) if dd > 0 else (c1 >> -dd)
+            else:
+                n1 |= (c0 << dd) if dd > 0 else (c0 >> -dd)
+        s0.append(n0 & mask)
+        s1.append(n1 & mask)
+        if (s0[-1] >> tbit) & 1:
+            break
+    below = (1 << (tbit + 1)) - 1
+    x0 = (s0[-1] & below).bit_length() - 1
+    x1 = (s1[-1] & below).bit_length() - 1
+    best = None
+    if x0 > half:
+        best = (mu * (tbit - x0), 0, x0)
+    if x1 > half and (best is None or 1.0 + mu * (tbit - x1) < best[0]):
+        best = (1.0 + mu * (tbit - x1), 1, x1)
+    if best is None:
+        return None
+    _, layer, x = best
+    pos = lp.lp_pos.copy()
+    for t in range(len(s0) - 2, -1, -1):
+        if ((s1 if layer else s0)[t] >> x) & 1:
+            continue
+        i = int(cls[t])
+        for j in np.flatnonzero(ok[i]).tolist():
+            y = x - int(d[i, j])
+            if not 0 <= y < nbits:
+                continue
+            if loss[i, j] == 0.0 and ((s1 if layer else s0)[t] >> y) & 1:
+                pos[i], x = j, y
+                break
+            if loss[i, j] == 1.0 and layer == 1 and (s0[t] >> y) & 1:
+                pos[i], x, layer = j, y, 0
                 break
     return pos
 
@@ -942,11 +1024,15 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
     root_lag = float(prep.base_v.sum()) + alpha * float(cap - int(prep.base_w.sum()))
     if use_greedy and tol > 0.5 and not (lp.bound - inc.value <= tol or
                                          root_lag <= lift_threshold(inc.value + tol, *mod)):
-        pos = _face_fill(prep, problem, bool(use_numba))
-        if pos is not None:
-            inc.offer_full(float(problem.values[np.arange(problem.n_classes), pos].sum()), pos)
-            if inc.positions is pos:
-                stats["free_start"] = 0
+        rows = np.arange(problem.n_classes)
+        for layers in (0, 1):  # zero reduced cost; then also one unit of loss when the break gradient is integral
+            pos = _face_fill(prep, problem, bool(use_numba), layers)
+            if pos is not None:
+                inc.offer_full(float(problem.values[rows, pos].sum()), pos)
+                if inc.positions is pos:
+                    stats["free_start"] = cap - int(problem.weights[rows, pos].sum())
+            if lp.bound - inc.value <= tol:
+                break
     if lp.bound - inc.value <= tol or root_lag <= lift_threshold(inc.value + tol, *mod):
         return _finish(problem, prep, inc, inc.positions, [], [], [], (step_numpy, count_numpy), max_bytes, lp.bound,
                        True, start, "lp-bound", stats)
