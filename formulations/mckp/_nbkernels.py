@@ -1870,7 +1870,7 @@ def _value_of(values, pos):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits, max_classes,
-              layers):  # pragma: no cover - compiled
+              layers, lam_up, lam_dn):  # pragma: no cover - compiled
     """Twin of ``core._face_fill_numpy``: a choice of weight exactly ``capacity`` made of the LP items and moves
     of zero reduced cost (``(v_ij - v_lp) dw_b == (w_ij - w_lp) gain``, exact products below ``2**52``), found by
     a subset-sum over bitsets of 64-bit words, else the heaviest below it above the LP items' weight; an empty
@@ -1884,8 +1884,11 @@ def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain
         return _face_fill_loss1(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits,
                                 max_classes)
     lim = 2.0**52
+    alpha = gain / dw_b
     cnt = 0
     for i in range(n):
+        if alpha > 0.0 and lam_up[i] != alpha and lam_dn[i] != alpha:
+            continue  # no hull edge of slope alpha at the LP item: no move of zero reduced cost
         q = lp_pos[i]
         for j in range(sizes[i]):
             d = weights[i, j] - base_w[i]
@@ -1908,6 +1911,8 @@ def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain
         first[i] = c
         q = lp_pos[i]
         small = -1
+        if alpha > 0.0 and lam_up[i] != alpha and lam_dn[i] != alpha:
+            continue
         for j in range(sizes[i]):
             d = weights[i, j] - base_w[i]
             if d == 0 or j == q:
@@ -2231,7 +2236,7 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
         # core._search's face fills: the LP bound reached by moves of zero reduced cost; then with one unit of loss
         for layers in range(2):
             pos = face_fill(weights, values, sizes, lp_pos, base_w, base_v, capacity - w0, float(dw_b), gain,
-                            face_bits, face_classes, layers)
+                            face_bits, face_classes, layers, lam_up, lam_dn)
             if pos.shape[0]:
                 fv = _value_of(values, pos)
                 if fv > inc_v:

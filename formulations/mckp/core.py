@@ -734,7 +734,8 @@ def _face_fill(prep: _Prepared, problem: MCKPProblem, use_numba: bool = False, l
     s = int(hulls.start[b] + prep.lp.levels[b])
     pos = nb.face_fill(problem.weights, problem.values, problem.sizes, prep.lp.lp_pos, prep.base_w, prep.base_v,
                        problem.capacity - int(prep.base_w.sum()), float(hulls.weights[s + 1] - hulls.weights[s]),
-                       float(hulls.values[s + 1] - hulls.values[s]), FACE_BITS, FACE_CLASSES, layers)
+                       float(hulls.values[s + 1] - hulls.values[s]), FACE_BITS, FACE_CLASSES, layers, prep.lam_up,
+                       prep.lam_dn)
     return pos if pos.shape[0] else None
 
 
@@ -759,8 +760,9 @@ def _face_fill_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None
     integral (1) and many classes have such moves, where the core's states would enumerate the same sums one by
     one. The twin ``face_fill`` works on 64-bit words; this one on Python integers (the same sets).
 
-    Running time :math:`O(N)` for the moves (``N`` items) and :math:`O(K B / 64)` word operations (``K`` moves of
-    the classes taken, ``B`` bits).
+    Running time :math:`O(n)` plus the items of the classes with a hull edge of slope ``alpha`` at the LP item
+    (every item when ``alpha <= 0``; the numpy twin reads all ``N`` items) and :math:`O(K B / 64)` word operations
+    (``K`` moves of the classes taken, ``B`` bits).
     """
     lp, hulls = prep.lp, prep.hulls
     b = lp.frac_class
@@ -771,12 +773,16 @@ def _face_fill_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None
     if target <= 0:
         return None
     n, m = problem.weights.shape
+    alpha = gain / dw_b
     d = problem.weights - prep.base_w[:, None]
     a = (problem.values - prep.base_v[:, None]) * dw_b
     bb = d.astype(np.float64) * gain
     cols = np.arange(m)[None, :]
-    zero = (cols < problem.sizes[:, None]) & (cols != lp.lp_pos[:, None]) & (d != 0) & (a == bb) & \
-        (np.abs(a) < 2.0**52) & (np.abs(bb) < 2.0**52)
+    # with alpha > 0 such items lie on a hull edge of slope alpha at the LP item (they maximise v - alpha w, and
+    # none is dominated): other classes need no look at their items (the same doubles as the slopes' division)
+    edge = (prep.lam_up == alpha) | (prep.lam_dn == alpha) if alpha > 0.0 else np.ones(n, dtype=np.bool_)
+    zero = edge[:, None] & (cols < problem.sizes[:, None]) & (cols != lp.lp_pos[:, None]) & (d != 0) & \
+        (a == bb) & (np.abs(a) < 2.0**52) & (np.abs(bb) < 2.0**52)
     cls = np.flatnonzero(zero.any(axis=1))
     if cls.shape[0] == 0:
         return None
