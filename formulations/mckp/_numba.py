@@ -14,9 +14,10 @@ same rules), so the path taken changes the time, never the answer:
   which it hands the search back to where links would be dropped or a limit may be hit);
 * the front door's checks (:func:`lyra_solver.formulations.mckp.solve_mckp`): ``front_checks``, once loaded;
 * the core's prepare and start phases: ``prepare_hulls``, ``class_items``, ``fit_prefix`` (and
-  ``fit_prefix_short`` for the greedy rounds), ``lp_levels``, ``regrets``, ``greedy_fill``;
-* ``solve_compiled``, a solve without limits in one call (the prepare and start phases, the root test and
-  ``search``; numpy's float sums by ``np_sum``, bit for bit), which the core takes whenever it can;
+  ``fit_prefix_short`` for the greedy rounds), ``lp_levels``, ``regrets``, ``greedy_fill``, ``face_fill``
+  (twins ``core._face_fill_numpy`` and, with ``layers=1``, ``core._face_fill_loss1_numpy``);
+* ``solve_compiled``, a solve without limits in one call (the prepare and start phases, the root test and the
+  runs of ``search``; numpy's float sums by ``np_sum``, bit for bit), which the core takes whenever it can;
 * the greedy heuristic's sequential scan (:mod:`lyra_solver.formulations.mckp.greedy`): ``greedy_scan``;
 * the upper hulls' sweep of :func:`lyra_solver.formulations.mckp._lp.upper_hull` (the greedy's LP bound):
   ``hull_stacks``.

@@ -14,7 +14,12 @@ Written from the published description of the algorithm (no code of its authors 
    items can only lower it: still a valid bound).
 2. **Start** (:func:`_greedy_fill`). The first incumbent is ``x^LP`` filled greedily: the free capacity is
    used by the moves that gain most, in rounds, best value per unit of weight first; on the classic instances
-   it ends within a few units of the capacity, so the gap to ``U`` starts small.
+   it ends within a few units of the capacity, so the gap to ``U`` starts small. With integral values, when that
+   start does not prove itself optimal, the *face fill* (:func:`_face_fill_numpy`) looks for a choice made of the
+   LP items and moves of zero reduced cost (slope exactly ``alpha``) that fills the capacity exactly: such a
+   choice reaches ``U`` and is optimal at the root (bitsets of the reachable sums, the classes with the smallest
+   moves first); else the closest one below the capacity is offered as the incumbent, and with an integral break
+   gradient a second fill allows one unit of loss (:func:`_face_fill_loss1_numpy`: the optimum one below ``U``).
 3. **Expand** (the loop of :func:`solve_core`). The core starts with the break class; the other classes wait in
    an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``), sorted lazily (only
    the prefix read so far, :class:`_LazyOrder`), and enter one at a time from the list whose head gradient is
@@ -28,6 +33,17 @@ Written from the published description of the algorithm (no code of its authors 
    numba kernels the whole loop is one compiled call (:func:`_search_compiled`: the same steps, the same answer
    and counters), which hands the search back to the Python loop where links would be dropped or a limit may be
    hit; without a time or state limit, phases 1 to 5 are one kernel call (:func:`_solve_compiled`).
+   **Aspiration** (integral values only): the expansion runs first from a guessed incumbent value ``g`` just
+   below the LP bound (:func:`first_guess`: the run must reach the bound rounded down), then from ``g - 1``,
+   ``g - 3``, ``g - 7``, ... while above the start solution and while each failed run had more than
+   :data:`GUESS_STOP_CLASSES` classes in its core, and last from the start solution. A run from a guess
+   either finds a solution better than ``g``, which it then proves optimal as any run proves its incumbent, or
+   proves that no solution beats ``g`` (the bound drops to ``g``; the next run starts over from the root). The
+   start solution is often several units below the optimum, and the states a run keeps are those whose bound
+   beats its incumbent: from a guess at the optimum less one they are a fraction (weakly correlated 100 x 10,
+   seeds 1000-1099: median 6,243 state-item pairs from the start, 1,981 from the optimum less one), while a
+   failed guess costs a proof at a high incumbent (1 pair in most seeds there). Float values run from the start
+   solution alone, as before.
 4. **Bound** (:func:`state_bounds`). A state can lead to a better solution only if its upper bound exceeds the
    incumbent. The bound is the least of: ``V + lam (c - W)`` with ``lam`` the head gradient of the upgrade list
    when ``W <= c`` and of the downgrade list when ``W > c`` (every class outside the core upgrades at most at
@@ -126,6 +142,20 @@ INT_MARGIN = 1e-6
 
 #: Rounds of the greedy fill of the start solution.
 FILL_ROUNDS = 12
+
+#: A guess whose run fails with at most this many classes in the core ends the guesses (the next run is from the
+#: start solution): few classes near the bound mean the optimum is likely well below it, where each further guess
+#: costs a run from the root. Uncorrelated 100 x 10 (the start mostly optimal, 2 to 8 below the bound): failed runs
+#: of 1 to 10 classes; weakly 100 x 10 (seeds 1000-1099): failed runs of 6 to 26 classes, each followed by a run
+#: that found the optimum. Seeds 1000-1099, worst uncorrelated / weakly-over-0.1-ms: 0.144 ms / 6 with 1, 0.130 /
+#: 9 with 4, 0.123 / 8 with 8, 0.120 / 10 with a single guess (one noisy measurement each; 4 keeps every weakly
+#: guess there).
+GUESS_STOP_CLASSES = 4
+
+#: The face fill (:func:`_face_fill_numpy`) tries targets up to this many bits of offsets (the window of partial
+#: sums, ``target + 2 max(target, 64) + 1``) and at most this many classes with moves of zero reduced cost.
+FACE_BITS = 1 << 16
+FACE_CLASSES = 64
 
 
 def default_use_numba(problem: MCKPProblem) -> bool:
@@ -694,6 +724,188 @@ def _greedy_fill_numpy(prep: _Prepared, problem: MCKPProblem, cap: int) -> tuple
     return pos, value, int(room)
 
 
+def _face_fill(prep: _Prepared, problem: MCKPProblem, use_numba: bool = False, layers: int = 0) -> np.ndarray | None:
+    """Phase 2's face fill (:func:`_face_fill_numpy`; with ``layers=1`` :func:`_face_fill_loss1_numpy`), by the
+    numba twin ``face_fill`` when ``use_numba`` and it is available (the same positions)."""
+    nb = kernels() if use_numba else None
+    if nb is None:
+        return (_face_fill_numpy, _face_fill_loss1_numpy)[layers](prep, problem)
+    b, hulls = prep.lp.frac_class, prep.hulls
+    s = int(hulls.start[b] + prep.lp.levels[b])
+    pos = nb.face_fill(problem.weights, problem.values, problem.sizes, prep.lp.lp_pos, prep.base_w, prep.base_v,
+                       problem.capacity - int(prep.base_w.sum()), float(hulls.weights[s + 1] - hulls.weights[s]),
+                       float(hulls.values[s + 1] - hulls.values[s]), FACE_BITS, FACE_CLASSES, layers, prep.lam_up,
+                       prep.lam_dn)
+    return pos if pos.shape[0] else None
+
+
+def _face_fill_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None:
+    """Phase 2, integral values: a solution on the LP's optimal face that fills the capacity exactly, which
+    reaches the LP bound (so it is optimal), else the one of these that comes closest below the capacity.
+
+    A move of class ``i`` from its LP item to item ``j`` has zero reduced cost when ``v_ij - alpha w_ij`` equals
+    the LP item's, tested exactly as ``(v_ij - v_lp) dw_b == (w_ij - w_lp) gain`` (``alpha = gain / dw_b``, the
+    break increment; integral products below ``2**52``, else the move is left out). A choice of the LP items
+    with such moves of total weight ``T = c - W_LP`` (``W_LP`` the LP items' weight) has Lagrangian value ``U``
+    and weight ``c``, hence value ``U``; one of weight ``W_LP + x`` (``0 < x < T``) has value
+    ``U - alpha (T - x)``: the heaviest is returned when ``T`` is not reached (``None`` when none is above
+    ``W_LP``, or ``T <= 0``). The classes with such moves are taken by their smallest ``|move|`` (ties: the lower
+    class), at most :data:`FACE_CLASSES` of them, and the reachable sums of their moves are kept as bitsets over
+    the offsets ``-H .. T + H`` (``H`` the largest of ``T``, 64 and the largest ``|move|`` of those classes; sums
+    outside are dropped; at most :data:`FACE_BITS` bits, else nothing is tried) until ``T`` is reached (weakly
+    correlated 100 x 10, seeds 1000-1099: reached in 80, every seed whose optimum is the LP bound at an integral
+    break gradient; a narrower window ``H = max(T, 64)`` reached it in 55). The choice is read back from the last
+    class to the first (a class keeps its LP item when the sum was reachable without it, else takes its first
+    move, by item index, that was). On weakly correlated and subset-sum instances the break gradient is often
+    integral (1) and many classes have such moves, where the core's states would enumerate the same sums one by
+    one. The twin ``face_fill`` works on 64-bit words; this one on Python integers (the same sets).
+
+    Running time :math:`O(n)` plus the items of the classes with a hull edge of slope ``alpha`` at the LP item
+    (every item when ``alpha <= 0``; the numpy twin reads all ``N`` items) and :math:`O(K B / 64)` word operations
+    (``K`` moves of the classes taken, ``B`` bits).
+    """
+    lp, hulls = prep.lp, prep.hulls
+    b = lp.frac_class
+    s = int(hulls.start[b] + lp.levels[b])
+    dw_b = float(hulls.weights[s + 1] - hulls.weights[s])
+    gain = float(hulls.values[s + 1] - hulls.values[s])
+    target = problem.capacity - int(prep.base_w.sum())
+    if target <= 0:
+        return None
+    n, m = problem.weights.shape
+    alpha = gain / dw_b
+    d = problem.weights - prep.base_w[:, None]
+    a = (problem.values - prep.base_v[:, None]) * dw_b
+    bb = d.astype(np.float64) * gain
+    cols = np.arange(m)[None, :]
+    # with alpha > 0 such items lie on a hull edge of slope alpha at the LP item (they maximise v - alpha w, and
+    # none is dominated): other classes need no look at their items (the same doubles as the slopes' division)
+    edge = (prep.lam_up == alpha) | (prep.lam_dn == alpha) if alpha > 0.0 else np.ones(n, dtype=np.bool_)
+    zero = edge[:, None] & (cols < problem.sizes[:, None]) & (cols != lp.lp_pos[:, None]) & (d != 0) & \
+        (a == bb) & (np.abs(a) < 2.0**52) & (np.abs(bb) < 2.0**52)
+    cls = np.flatnonzero(zero.any(axis=1))
+    if cls.shape[0] == 0:
+        return None
+    smallest = np.where(zero[cls], np.abs(d[cls]), np.iinfo(np.int64).max).min(axis=1)
+    cls = cls[np.argsort(smallest, kind="stable")][:FACE_CLASSES]
+    half = max(target, int(np.abs(np.where(zero[cls], d[cls], 0)).max()), 64)
+    nbits = target + 2 * half + 1
+    if nbits > FACE_BITS:
+        return None
+    mask = (1 << nbits) - 1
+    sets = [1 << half]
+    tbit = target + half
+    hit = -1
+    for t, i in enumerate(cls.tolist()):
+        cur = sets[-1]
+        new = cur
+        for dd in d[i][zero[i]].tolist():
+            new |= (cur << dd) if dd > 0 else (cur >> -dd)
+        sets.append(new & mask)
+        if (sets[-1] >> tbit) & 1:
+            hit = t
+            break
+    x = tbit
+    if hit < 0:  # the heaviest sum below the target, when above the LP items' weight
+        hit = len(sets) - 2
+        x = (sets[-1] & ((1 << (tbit + 1)) - 1)).bit_length() - 1
+        if x <= half:
+            return None
+    pos = lp.lp_pos.copy()
+    for t in range(hit, -1, -1):
+        if (sets[t] >> x) & 1:
+            continue
+        i = int(cls[t])
+        for j in np.flatnonzero(zero[i]).tolist():
+            y = x - int(d[i, j])
+            if 0 <= y < nbits and (sets[t] >> y) & 1:
+                pos[i] = j
+                x = y
+                break
+    return pos
+
+
+def _face_fill_loss1_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None:
+    """The face fill with one unit of loss (integral values and an integral break gradient ``mu = gain / dw_b``
+    only, else ``None``): moves of loss ``l = (v_lp - v_ij) - mu (w_lp - w_ij)`` 0 or 1 (``d = w_ij - w_lp != 0``),
+    the reachable sums of two layers (total loss 0, total loss at most 1) as bitsets, the classes and the window
+    as in :func:`_face_fill_numpy` (over these moves). A choice of loss ``l`` and weight ``W_LP + x`` (``x <= T``)
+    has value ``U - l - mu (T - x)``: the least such deficit is returned (layer 0 on a tie), ``None`` when no sum
+    above ``W_LP`` is reached. It runs when the fill at zero loss did not reach the bound: on weakly correlated
+    instances whose optimum is the bound less one (100 x 10, seeds 1014 and 1067) the core needed thousands of
+    state-item pairs to find it from a guess. Running time as :func:`_face_fill_numpy`'s, twice the words.
+    """
+    lp, hulls = prep.lp, prep.hulls
+    b = lp.frac_class
+    s = int(hulls.start[b] + lp.levels[b])
+    dw_b = float(hulls.weights[s + 1] - hulls.weights[s])
+    gain = float(hulls.values[s + 1] - hulls.values[s])
+    target = problem.capacity - int(prep.base_w.sum())
+    if target <= 0 or not (gain >= 0.0 and gain < 2.0**52 and gain % dw_b == 0.0):
+        return None
+    mu = gain / dw_b
+    m = problem.weights.shape[1]
+    d = problem.weights - prep.base_w[:, None]
+    mw = d.astype(np.float64) * mu
+    loss = (prep.base_v[:, None] - problem.values) + mw
+    cols = np.arange(m)[None, :]
+    ok = (cols < problem.sizes[:, None]) & (cols != lp.lp_pos[:, None]) & (d != 0) & (np.abs(mw) < 2.0**52) & \
+        ((loss == 0.0) | (loss == 1.0))
+    cls = np.flatnonzero(ok.any(axis=1))
+    if cls.shape[0] == 0:
+        return None
+    smallest = np.where(ok[cls], np.abs(d[cls]), np.iinfo(np.int64).max).min(axis=1)
+    cls = cls[np.argsort(smallest, kind="stable")][:FACE_CLASSES]
+    half = max(target, int(np.abs(np.where(ok[cls], d[cls], 0)).max()), 64)
+    nbits = target + 2 * half + 1
+    if nbits > FACE_BITS:
+        return None
+    mask = (1 << nbits) - 1
+    s0, s1 = [1 << half], [1 << half]
+    tbit = target + half
+    for i in cls.tolist():
+        c0, c1 = s0[-1], s1[-1]
+        n0, n1 = c0, c1
+        for j in np.flatnonzero(ok[i]).tolist():
+            dd = int(d[i, j])
+            if loss[i, j] == 0.0:
+                n0 |= (c0 << dd) if dd > 0 else (c0 >> -dd)
+                n1 |= (c1 << dd) if dd > 0 else (c1 >> -dd)
+            else:
+                n1 |= (c0 << dd) if dd > 0 else (c0 >> -dd)
+        s0.append(n0 & mask)
+        s1.append(n1 & mask)
+        if (s0[-1] >> tbit) & 1:
+            break
+    below = (1 << (tbit + 1)) - 1
+    x0 = (s0[-1] & below).bit_length() - 1
+    x1 = (s1[-1] & below).bit_length() - 1
+    best = None
+    if x0 > half:
+        best = (mu * (tbit - x0), 0, x0)
+    if x1 > half and (best is None or 1.0 + mu * (tbit - x1) < best[0]):
+        best = (1.0 + mu * (tbit - x1), 1, x1)
+    if best is None:
+        return None
+    _, layer, x = best
+    pos = lp.lp_pos.copy()
+    for t in range(len(s0) - 2, -1, -1):
+        if ((s1 if layer else s0)[t] >> x) & 1:
+            continue
+        i = int(cls[t])
+        for j in np.flatnonzero(ok[i]).tolist():
+            y = x - int(d[i, j])
+            if not 0 <= y < nbits:
+                continue
+            if loss[i, j] == 0.0 and ((s1 if layer else s0)[t] >> y) & 1:
+                pos[i], x = j, y
+                break
+            if loss[i, j] == 1.0 and layer == 1 and (s0[t] >> y) & 1:
+                pos[i], x, layer = j, y, 0
+                break
+    return pos
+
+
 def _class_items_numpy(problem: MCKPProblem, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Undominated items of class ``i``: weights, values and raw indices sorted by weight (strictly increasing
     weights and values; of identical items the lowest index). The numba twin is ``class_items``."""
@@ -756,7 +968,8 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     MCKPResult
         ``method="core"``; ``optimal``, ``feasible`` (a limit hit) or ``infeasible``; ``stats`` holds
         ``classes`` (classes that entered the core), ``states`` (states created over all steps),
-        ``max_states`` (longest state list), ``candidates`` (state-item pairs combined, ``sum_t S_t k_t``),
+        ``max_states`` (longest state list), ``candidates`` (state-item pairs combined, ``sum_t S_t k_t``;
+        these three summed over the runs of the aspiration guesses and the last run),
         ``free_start`` (free capacity of the start solution), ``rebuild_states`` (states kept by the replay
         of :func:`_rebuild`, 0 when the links sufficed) and ``numba`` (1 when the numba kernels ran).
 
@@ -767,9 +980,11 @@ def solve_core(problem: MCKPProblem, *, time_limit: float | None = None, use_gre
     hull vertices), :math:`O(N)` per fill round (less on increasing weights), the replay of :func:`_rebuild` at
     most once more the steps' work, and :math:`O(\\sum_t S_t k_t \\log(S_t k_t))` for the core
     steps (numpy; :math:`O(\\sum_t S_t k_t^2)` with numba), ``S_t`` the states before step ``t`` and ``k_t`` the
-    entering class's items left after its reduction. ``S_t`` is bounded by the distinct state weights within
-    the bounds, never by the capacity; it is exponential in the core size in the worst case, as for every exact
-    method of this NP-hard problem, and the core stays small on the engine's tables (Pisinger 1995).
+    entering class's items left after its reduction, summed over the runs (with integral values, at most
+    :math:`\\lceil \\log_2(U - z_0) \\rceil + 2` runs for the LP bound ``U`` and the start value ``z_0``, each from
+    the root). ``S_t`` is bounded by the distinct state weights within the bounds, never by the capacity; it is
+    exponential in the core size in the worst case, as for every exact method of this NP-hard problem, and the
+    core stays small on the engine's tables (Pisinger 1995).
     """
     start = time.perf_counter()
     deadline = None if time_limit is None else start + float(time_limit)
@@ -791,7 +1006,6 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
         got = _solve_compiled(problem, start, use_greedy, max_bytes)
         if got is not None:
             return got
-    n = problem.n_classes
     cap = problem.capacity
     stats = {"classes": 0, "states": 0, "max_states": 1, "candidates": 0, "free_start": 0, "rebuild_states": 0,
              "numba": 0}
@@ -814,33 +1028,106 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
     mod = (prep.mod_g, prep.mod_r)
     # the root state's Lagrangian value is the LP bound (duality); with a congruence it may close the gap alone
     root_lag = float(prep.base_v.sum()) + alpha * float(cap - int(prep.base_w.sum()))
+    if use_greedy and tol > 0.5 and not (lp.bound - inc.value <= tol or
+                                         root_lag <= lift_threshold(inc.value + tol, *mod)):
+        rows = np.arange(problem.n_classes)
+        for layers in (0, 1):  # zero reduced cost; then also one unit of loss when the break gradient is integral
+            pos = _face_fill(prep, problem, bool(use_numba), layers)
+            if pos is not None:
+                inc.offer_full(float(problem.values[rows, pos].sum()), pos)
+                if inc.positions is pos:
+                    stats["free_start"] = cap - int(problem.weights[rows, pos].sum())
+            if lp.bound - inc.value <= tol:
+                break
     if lp.bound - inc.value <= tol or root_lag <= lift_threshold(inc.value + tol, *mod):
         return _finish(problem, prep, inc, inc.positions, [], [], [], (step_numpy, count_numpy), max_bytes, lp.bound,
                        True, start, "lp-bound", stats)
 
-    # phase 3: expand the core, by one compiled loop when the kernels run (the same steps; it hands the search
-    # back, to be run below from the start, where the links would be dropped or a limit may be hit)
-    if use_numba and max_states is None:
-        got = _search_compiled(problem, prep, inc, max_bytes, deadline, start, stats)
-        if got is not None:
-            return got
+    # phase 3: expand the core. With integral values, first from guessed incumbents just below the bound
+    # (:func:`first_guess`): a run from a guess ``g`` either finds a solution better than ``g`` (then it
+    # is proven optimal by that run) or proves that none exists (the bound drops to ``g``); then from the start
+    # solution. Each run by one compiled loop when the kernels run (the same steps; it hands the run back, to be
+    # run by the Python loop from its start, where the links would be dropped or a limit may be hit).
+    ctx = {"switch": switch}
+    start_pos = inc.positions
+    known_ub = lp.bound
+    guess = first_guess(lp.bound, tol)
+    gap = 1.0
+    while True:
+        is_guess = guess > inc.value
+        run = Incumbent(guess) if is_guess else inc
+        classes_before = stats["classes"]
+        ends = None
+        if use_numba and max_states is None:
+            ends = _search_compiled(problem, prep, run, max_bytes, deadline, stats)
+        if ends is not None:
+            code, pos, has_state = ends
+            if has_state or not is_guess:
+                if not has_state:
+                    pos = np.asarray(start_pos, dtype=np.int64).copy()
+                # proven: the bound is the choice's value, which make_result computes (as _finish does, once)
+                return make_result(problem, pos, None, proven=True, start=start, method="core",
+                                   backend_status=_SEARCH_ENDS[code], stats=stats)
+            note = _SEARCH_ENDS[code]
+        else:
+            proven, note, records, parents, items, kern, open_ub = _expand(problem, prep, run, max_states,
+                                                                           max_bytes, deadline, start, stats,
+                                                                           bool(use_numba), ctx)
+            found = not is_guess or run.step >= 0
+            if not proven or found:
+                best = run if run.step >= 0 else inc
+                bound = best.value if proven else \
+                    max(best.value, min(known_ub, max(guess, open_ub) if is_guess else open_ub))
+                return _finish(problem, prep, best, start_pos, records if best is run else [], parents,
+                               items, kern, max_bytes, bound, proven, start, note, stats)
+        # the guess failed: no solution is better than it (by the tolerance)
+        known_ub = guess
+        guess -= gap
+        gap *= 2.0
+        if stats["classes"] - classes_before <= GUESS_STOP_CLASSES:
+            guess = -np.inf
+
+
+def first_guess(bound: float, tol: float) -> float:
+    """The first aspiration guess of :func:`_search` (``-inf``: none): with integral values (``tol > 0.5``), the
+    largest integer ``g`` with ``g + tol < bound``, i.e. the incumbent from which a run must reach the largest
+    integral value the LP bound allows. The guesses that follow are ``g - 1, g - 3, g - 7, ...`` (gaps doubling)
+    while above the start solution's value and while no failed run had at most :data:`GUESS_STOP_CLASSES`
+    classes in its core (the caller's rule): a failed guess costs the proof at a high incumbent (cheap), a
+    successful one a search from an incumbent at most twice as far below the optimum as the last failed guess,
+    where the start solution may be many units below it (weakly correlated 100 x 10: the optimum is the LP bound
+    rounded down in 92 of 100 seeds, the start 0 to 12 below it). Float values keep the start solution alone."""
+    if not tol > 0.5 or not np.isfinite(bound):
+        return -np.inf
+    return float(np.ceil(bound - tol)) - 1.0
+
+
+def _expand(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, max_states: int | None, max_bytes: int,
+            deadline: float | None, start: float, stats: dict[str, int], use_numba: bool, ctx: dict):
+    """One run of phase 3 by the Python loop from the incumbent ``inc`` (updated in place): the steps of the core
+    until proven or a limit. Returns ``(proven, note, records, parents, items, (step, count), open_ub)`` with
+    ``open_ub`` the largest bound of the open states (``-inf`` when proven); ``ctx["switch"]``: take the compiled
+    kernels once the numpy search has run :data:`lyra_solver.formulations.mckp._numba.SWITCH_AFTER_S`."""
+    n = problem.n_classes
+    cap = problem.capacity
+    lp, tol, alpha = prep.lp, prep.tol, prep.lp.alpha
+    mod = (prep.mod_g, prep.mod_r)
     multi = prep.hulls.counts > 1  # more than one undominated item
     up_cls = np.flatnonzero(multi & np.isfinite(prep.lam_up))
     dn_cls = np.flatnonzero(multi & np.isfinite(prep.lam_dn))
     rg_cls = np.flatnonzero(multi)
     lists = _Lists(up=_LazyOrder(up_cls, -prep.lam_up[up_cls]), dn=_LazyOrder(dn_cls, prep.lam_dn[dn_cls]),
                    by_regret=_LazyOrder(rg_cls, prep.regret[rg_cls]), n=n)
-    count, step, scan, select, compiled = _kernels(bool(use_numba))
+    count, step, scan, select, compiled = _kernels(use_numba or ctx.get("switched", False))
     base_w, base_v = prep.base_w, prep.base_v
 
-    stats["numba"] = int(compiled)
+    stats["numba"] = max(stats["numba"], int(compiled))
 
     def outside_params() -> tuple[float, float, float]:
         a, b, c = lists.head_up(), lists.head_dn(), lists.head_regret()
         return (float(prep.lam_up[a]) if a >= 0 else 0.0, float(prep.lam_dn[b]) if b >= 0 else np.inf,
                 float(prep.regret[c]) if c >= 0 else np.inf)
 
-    fallback = inc.positions
     W = np.array([int(prep.base_w.sum())], dtype=np.int64)
     V = np.array([float(prep.base_v.sum())], dtype=np.float64)
     order: list[int] = []
@@ -890,10 +1177,11 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
         if deadline is not None and now > deadline:
             note = "time_limit"
             break
-        if switch and now - start > _numba.SWITCH_AFTER_S:
-            switch = False
+        if ctx["switch"] and now - start > _numba.SWITCH_AFTER_S:
+            ctx["switch"] = False
+            ctx["switched"] = True
             count, step, scan, select, compiled = _kernels(True)
-            stats["numba"] = int(compiled)
+            stats["numba"] = max(stats["numba"], int(compiled))
         # reduce the entering class only: items whose Lagrangian loss alone closes the gap are dropped
         cand, dw, dv = select(problem, i, int(base_w[i]), float(base_v[i]), alpha, float(lag_ub),
                               lift_threshold(thr, *mod))
@@ -940,18 +1228,14 @@ def _search(problem: MCKPProblem, start: float, deadline: float | None, use_gree
         stats["states"] += int(W.shape[0])
         stats["max_states"] = max(stats["max_states"], int(W.shape[0]))
         stats["candidates"] += S * k
-    stats["classes"] = len(order)
+    stats["classes"] += len(order)
 
-    # phase 4: the bound when stopped early
-    if proven:
-        bound = inc.value
-    else:
+    # phase 4: the bound of the open states when stopped early
+    open_ub = -np.inf
+    if not proven and W.shape[0]:
         lam_up, lam_dn, r_next = outside_params()
-        open_ub = float(np.max(state_bounds(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd))) \
-            if W.shape[0] else -np.inf
-        bound = max(inc.value, min(lp.bound, open_ub))
-    return _finish(problem, prep, inc, fallback, records, parents, items, (step, count), max_bytes, bound, proven,
-                   start, note, stats)
+        open_ub = float(np.max(state_bounds(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd)))
+    return proven, note, records, parents, items, (step, count), open_ub
 
 
 #: How a compiled search ended (the codes of the kernel ``search``).
@@ -965,11 +1249,13 @@ COMPILED_WORK_PER_S = 1e8
 
 
 def _search_compiled(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, max_bytes: int, deadline: float | None,
-                     start: float, stats: dict[str, int]) -> MCKPResult | None:
-    """Phase 3 by the compiled loop ``search`` (the steps of :func:`_search`'s loop, in the same order, by the same
-    kernels: the same incumbent, choice and counters) and phase 5 from its links; ``None`` when the kernels are
-    not loaded or the loop handed the search back (links to drop, a memory limit, the work budget of a time
-    limit), for the Python loop to run."""
+                     stats: dict[str, int]) -> tuple[int, np.ndarray, bool] | None:
+    """One run of phase 3 from the incumbent ``inc`` by the compiled loop ``search`` (the steps of :func:`_expand`'s
+    loop, in the same order, by the same kernels: the same incumbent, choice and counters, added to ``stats``).
+    Returns ``(code, pos, has_state)``: how the run ended (an index into :data:`_SEARCH_ENDS`), and when
+    ``has_state`` (a state beat ``inc.value``) the best state's choice; ``None`` when the kernels are not loaded or
+    the loop handed the run back (links to drop, a memory limit, the work budget of a time limit), for the Python
+    loop to run."""
     nb = kernels()
     if nb is None:
         return None
@@ -985,13 +1271,13 @@ def _search_compiled(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, max_
         lp.levels, max_bytes, LINK_SHARE, TAIL_MIN_CANDIDATES, TAIL_GROWTH, BYTES_PER_CANDIDATE, item_bytes, budget)
     if code < 0:
         return None
-    stats["classes"], stats["states"], stats["max_states"], stats["candidates"] = (int(x) for x in st)
+    c, s, m, k = (int(x) for x in st)
+    stats["classes"] += c
+    stats["states"] += s
+    stats["max_states"] = max(stats["max_states"], m)
+    stats["candidates"] += k
     stats["numba"] = 1
-    if not has_state:
-        pos = np.asarray(inc.positions, dtype=np.int64).copy()
-    # proven: the bound is the choice's value, which make_result computes (as _finish does, once)
-    return make_result(problem, pos, None, proven=True, start=start, method="core", backend_status=_SEARCH_ENDS[code],
-                       stats=stats)
+    return int(code), pos, bool(has_state)
 
 
 #: ``backend_status`` of the codes of the kernel ``solve_compiled``.
@@ -1009,7 +1295,8 @@ def _solve_compiled(problem: MCKPProblem, start: float, use_greedy: bool, max_by
     item_bytes = 2 if problem.weights.shape[1] < 2**15 else 8
     code, pos, bound, obj, st = nb.solve_compiled(problem.weights, problem.values, problem.sizes, problem.capacity,
                                              use_greedy, REL_TOL, INT_MARGIN, FILL_ROUNDS, max_bytes, LINK_SHARE,
-                                             TAIL_MIN_CANDIDATES, TAIL_GROWTH, BYTES_PER_CANDIDATE, item_bytes)
+                                             TAIL_MIN_CANDIDATES, TAIL_GROWTH, BYTES_PER_CANDIDATE, item_bytes,
+                                             FACE_BITS, FACE_CLASSES, GUESS_STOP_CLASSES)
     if code < 0:
         return None
     c, s, m, k, free, compiled = st.tolist()

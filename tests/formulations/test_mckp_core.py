@@ -507,7 +507,7 @@ _COLD_SCRIPT = textwrap.dedent("""
     out["after_charge"] = default_use_numba(small)
     out["loaded_before_solve"] = _numba.loaded()
     out["stats_numba"] = __import__("lyra_solver.formulations.mckp", fromlist=["x"]).solve_mckp(
-        gen.pisinger("weakly", 100, 10, seed=3)).stats["numba"]
+        gen.pisinger("weakly", 100, 10, seed=107)).stats["numba"]  # (a search: not closed by the face fill)
     out["loaded_after_solve"] = _numba.loaded()
     print(json.dumps(out))
 """)
@@ -778,3 +778,183 @@ def test_both_compiled_selections_equal_numpy(seed):
         want = fit_prefix(key, weight, room)
         for got in (nb.fit_prefix(key, weight, room), nb._fit_prefix_general(key, weight, room)):
             assert np.array_equal(want[0], got[0]) and (int(got[1]), int(got[2])) == (want[1], want[2])
+
+
+@pytest.mark.parametrize(("seed", "runs"), [(107, 1), (1065, 2), (1033, 2)])
+def test_aspiration_guesses_runs_and_answer(monkeypatch, seed, runs):
+    """Integral values: the search runs first from the guess just below the LP bound (``first_guess``), then
+    from ``g - 1``, ... while a guess fails (seeds 1065 and 1033: the optimum is the bound rounded down less 1);
+    the answer is the DP's optimum and both kernel paths give the same choice, bound and counters."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=seed)
+    nb, z0s = kernels(), []
+    search = nb.search
+    monkeypatch.setattr(nb, "search", lambda *a: z0s.append(a[14]) or search(*a))
+    monkeypatch.setattr(core, "_solve_compiled", lambda *a: None)  # the runs one by one through _search_compiled
+    a = solve_core(p, use_numba=True)
+    prep = core._prepare(p, True)
+    g = core.first_guess(prep.lp.bound, prep.tol)
+    assert prep.tol > 0.5 and g == np.floor(prep.lp.bound) - 1.0
+    assert z0s == [g - x for x in (0.0, 1.0, 3.0)[:runs]]
+    b = solve_core(p, use_numba=False)
+    monkeypatch.undo()
+    c = solve_core(p, use_numba=True)  # the one-call solve
+    assert a.status is Status.OPTIMAL and a.objective == solve_mckp(p, method="dp").objective
+    assert a.objective == g + 1.0 - (runs - 1)
+    for other in (b, c):
+        assert (other.choice, other.bound, other.backend_status) == (a.choice, a.bound, a.backend_status)
+        assert {k: v for k, v in other.stats.items() if k != "numba"} == \
+            {k: v for k, v in a.stats.items() if k != "numba"}
+
+
+def test_aspiration_guess_stopped_by_a_limit_keeps_a_valid_bound():
+    """A limit hit during a run from a guess (after a failed guess): status feasible, the start solution, and a
+    bound at least the optimum (the failed guess's, or the open states'); both kernel paths agree."""
+    from lyra_solver.bench import mckp_instances as gen
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=1065)
+    full = solve_core(p)
+    for max_states in (50, 200):
+        a = solve_core(p, use_numba=True, max_states=max_states)
+        b = solve_core(p, use_numba=False, max_states=max_states)
+        assert a.status is Status.FEASIBLE and a.backend_status == "state_limit"
+        assert a.objective < full.objective <= a.bound <= full.objective + 1.0
+        ws, vs = p.to_ragged()
+        checked(ws, vs, p.capacity, a)
+        assert (b.choice, b.bound, b.objective) == (a.choice, a.bound, a.objective)
+
+
+def test_first_guess_only_for_integral_values():
+    """The first guess: the largest integer ``g`` with ``g + tol < bound`` under the integral tolerance; none
+    (``-inf``) under a float tolerance or an infinite bound."""
+    from lyra_solver.formulations.mckp.core import first_guess
+
+    tol = 1.0 - 1e-6
+    assert first_guess(10.0, tol) == 9.0 and first_guess(10.5, tol) == 9.0 and first_guess(10.9999999, tol) == 10.0
+    assert first_guess(-3.25, tol) == -5.0
+    assert first_guess(10.5, 1e-9) == -np.inf and first_guess(np.inf, tol) == -np.inf
+
+
+@st.composite
+def _face_instances(draw):
+    """Integral instances with many moves of zero reduced cost: values ``mu w + noise`` with little noise,
+    sometimes negative weights' offsets from the LP item, and windows past a 64-bit word."""
+    n = draw(st.integers(1, 40))
+    m = draw(st.integers(1, 8))
+    mu = draw(st.sampled_from([0, 1, 2, 3]))
+    scale = draw(st.sampled_from([5, 60, 400]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    w = rng.integers(0, scale, (n, m))
+    v = (mu * w + rng.integers(-1, 2, (n, m))).astype(float)
+    sizes = rng.integers(1, m + 1, n)
+    valid = np.arange(m)[None, :] < sizes[:, None]
+    lo = int(np.where(valid, w, 10**9).min(axis=1).sum())
+    hi = int(np.where(valid, w, 0).max(axis=1).sum())
+    return MCKPProblem.from_padded(w, v, sizes, lo + int(draw(st.floats(0.0, 1.0)) * (hi - lo)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_face_instances())
+def test_face_fill_compiled_equals_numpy_and_is_on_the_face(p):
+    """The face fill: the numba twin returns the numpy positions; a choice found is feasible, made of the LP items
+    and moves of zero reduced cost (value ``U - alpha (c - W)``), and at the capacity when it reaches the bound."""
+    from lyra_solver.formulations.mckp import core
+
+    prep = core._prepare(p, True)
+    if not isinstance(prep, core._Prepared):
+        return
+    a = core._face_fill_numpy(prep, p)
+    b = core._face_fill(prep, p, True)
+    assert (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+    if a is None:
+        return
+    rows = np.arange(p.n_classes)
+    weight, value = int(p.weights[rows, a].sum()), float(p.values[rows, a].sum())
+    assert int(prep.base_w.sum()) < weight <= p.capacity
+    assert value == pytest.approx(prep.lp.bound - prep.lp.alpha * (p.capacity - weight), abs=1e-6)
+    lag = p.values[rows, a] - prep.lp.alpha * p.weights[rows, a]
+    assert np.allclose(lag, prep.base_v - prep.lp.alpha * prep.base_w, atol=1e-9)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_face_instances())
+def test_face_fill_with_one_unit_of_loss_compiled_equals_numpy(p):
+    """The face fill with one unit of loss: the numba twin returns the numpy positions; a choice found is feasible,
+    heavier than the LP items, loses at most one unit of Lagrangian value at the integral gradient ``mu``, and its
+    value is ``U - loss - mu (c - W)``."""
+    from lyra_solver.formulations.mckp import core
+
+    prep = core._prepare(p, True)
+    if not isinstance(prep, core._Prepared):
+        return
+    a = core._face_fill_loss1_numpy(prep, p)
+    b = core._face_fill(prep, p, True, 1)
+    assert (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+    if a is None:
+        return
+    mu = prep.lp.alpha
+    assert mu == np.floor(mu)
+    rows = np.arange(p.n_classes)
+    weight, value = int(p.weights[rows, a].sum()), float(p.values[rows, a].sum())
+    assert int(prep.base_w.sum()) < weight <= p.capacity
+    loss = float(((prep.base_v - mu * prep.base_w) - (p.values[rows, a] - mu * p.weights[rows, a])).sum())
+    assert loss in (0.0, 1.0)
+    assert value == pytest.approx(prep.lp.bound - loss - mu * (p.capacity - weight), abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", [1014, 1067])
+def test_face_fill_with_one_unit_of_loss_leaves_only_the_proof(seed):
+    """Weakly 100 x 10 seeds whose optimum is the bound less one at the gradient 1: the fill with one unit of loss
+    finds it, so the search is the proof from it (no guess: the first guess is the optimum)."""
+    from lyra_solver.bench import mckp_instances as gen
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=seed)
+    a, b = solve_core(p, use_numba=True), solve_core(p, use_numba=False)
+    assert a.status is Status.OPTIMAL and a.objective == solve_mckp(p, method="dp").objective
+    assert a.stats["candidates"] < 200 and a.stats["free_start"] == 0
+    assert (b.choice, b.bound, b.backend_status, b.stats["candidates"]) == \
+        (a.choice, a.bound, a.backend_status, a.stats["candidates"])
+
+
+@pytest.mark.parametrize("seed", [1004, 1009, 1042])
+def test_face_fill_proves_the_bound_at_the_root(seed):
+    """Weakly 100 x 10 seeds whose optimum is the LP bound at the break gradient 1: the face fill reaches it, so no
+    state is created (backend status ``lp-bound``); the DP's optimum; both paths the same choice."""
+    from lyra_solver.bench import mckp_instances as gen
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=seed)
+    a, b = solve_core(p, use_numba=True), solve_core(p, use_numba=False)
+    assert a.status is Status.OPTIMAL and a.backend_status == "lp-bound" and a.stats["states"] == 0
+    assert a.objective == a.bound == solve_mckp(p, method="dp").objective
+    assert (b.choice, b.bound, b.backend_status) == (a.choice, a.bound, a.backend_status)
+    assert solve_core(p, use_numba=True, use_greedy=False).stats["states"] > 0  # the start heuristics at work
+
+
+def test_a_guess_failed_with_few_classes_ends_the_guesses(monkeypatch):
+    """Uncorrelated 100 x 10, seed 1003: the first guess fails with at most GUESS_STOP_CLASSES classes in its core,
+    so the next run is from the start solution (not from ``g - 1``); the DP's optimum, both paths alike."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+    from lyra_solver.formulations.mckp._numba import kernels
+
+    p = gen.pisinger("uncorrelated", 100, 10, R=1000, seed=1003)
+    nb, runs = kernels(), []
+    search = nb.search
+    monkeypatch.setattr(nb, "search", lambda *a: (got := search(*a), runs.append((a[14], int(got[3][0]))))[0])
+    monkeypatch.setattr(core, "_solve_compiled", lambda *a: None)
+    a = solve_core(p, use_numba=True)
+    prep = core._prepare(p, True)
+    start_value = float(p.values[np.arange(p.n_classes), core._greedy_fill(prep, p, p.capacity, True)[0]].sum())
+    assert len(runs) == 2 and runs[0][0] == core.first_guess(prep.lp.bound, prep.tol)
+    assert runs[0][1] <= core.GUESS_STOP_CLASSES and runs[1][0] == start_value < runs[0][0] - 1.0
+    monkeypatch.undo()
+    b, c = solve_core(p, use_numba=False), solve_core(p, use_numba=True)
+    assert a.status is Status.OPTIMAL and a.objective == solve_mckp(p, method="dp").objective
+    for other in (b, c):
+        assert (other.choice, other.bound, other.backend_status) == (a.choice, a.bound, a.backend_status)
+        assert {k: v for k, v in other.stats.items() if k != "numba"} == \
+            {k: v for k, v in a.stats.items() if k != "numba"}
