@@ -49,6 +49,7 @@ import time
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
 from lyra_solver.apply import apply_decision, placements_after
 from lyra_solver.pipeline import decide, decide_built
 from lyra_solver.throughput import rate_one
@@ -59,6 +60,7 @@ from .jobs import SimJob
 from .metrics import Metrics
 from .packing import _shared_at, packed_rates
 from .policies import Policy
+from .policies.base import Policy as _BasePolicy
 from .pollux import compact
 from .quiet import SizesKept, is_quiet
 from .traces import MAX_DURATION, LoadCurve, SimJobSpec, merge_close
@@ -264,6 +266,20 @@ class _Sim:
         self.shown: dict[str, Job] = {}
         self.index: dict[str, int] = {}
         self.oracles: dict[int, tuple] = {}  # a Pollux-model job's oracle table and what it was computed from
+        # Time of the running jobs in arrays (not for the Pollux model, whose epochs are crossed one job at a time):
+        # row ``j.slot`` of each holds a running job's remaining work, rate, end of penalty, workers, attained
+        # service and completion threshold (``1e-9 * max(1, work)``), advanced by numpy, the same IEEE operation
+        # per element as the scalar loop. The arrays hold the truth of ``remaining`` and ``attained`` between
+        # an advance and the next :meth:`sync`; everything that reads or changes a running job (a round, a
+        # completion, a quiet check's value rows, a policy's quiet round) syncs first, and every change to a
+        # running job's rate, penalty or workers is written to its row (:meth:`_put`).
+        self.vec = not self.modelled
+        cap = max(1, len(self.specs)) if self.vec else 1
+        self._slot_jobs: list[SimJob] = []
+        self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._b1, self._b2 = (
+            np.zeros(cap) for _ in range(8))
+        self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
+        self._quiet_reads = type(policy).quiet_round is not _BasePolicy.quiet_round
 
     # ------------------------------------------------------------------------------------------ the view
     def throughput(self, app: str) -> ProfileThroughput:
@@ -350,9 +366,44 @@ class _Sim:
 
     # ------------------------------------------------------------------------------------------ time
     def _advance(self, t: float, t2: float) -> None:
+        """Advance every running job from ``t`` to ``t2``: ``remaining -= rate * (t2 - max(t, blocked))`` when
+        ``t2`` is past its penalty, ``attained += workers * (t2 - t)``, and the GPU-seconds. With arrays, the
+        same operations element by element in numpy (the same floats as the scalar loop)."""
         dt = t2 - t
         if dt <= 0:
             return
+        if self.vec:
+            self._advance_rows(t, t2, dt)
+        else:
+            self._advance_jobs(t, t2, dt)
+        c = self.cluster
+        serving = c.count("serving")
+        self.metrics.gpu_time(t, t2, c.used_train, c.used_inf, serving * c.G, max(0, c.need - serving) * c.G)
+
+    def _advance_rows(self, t: float, t2: float, dt: float) -> None:
+        n = len(self._slot_jobs)
+        if not n:
+            return
+        if self.cfg.check and self._fresh:
+            self._check_rows()
+        self._fresh = False
+        s, d = self._b1[:n], self._b2[:n]
+        np.maximum(self._blk[:n], t, out=s)  # max(t, blocked)
+        if self.metrics.record:
+            segments = self.metrics.segments
+            for k in np.flatnonzero(s < t2).tolist():
+                j = self._slot_jobs[k]
+                segments.append((j.spec.id, float(s[k]), t2, j.rate))
+        np.subtract(t2, s, out=d)
+        np.maximum(d, 0.0, out=d)  # no progress before the penalty ends: remaining - rate * 0.0 is remaining
+        np.multiply(self._rt[:n], d, out=d)
+        rem = self._rem[:n]
+        np.subtract(rem, d, out=rem)
+        np.multiply(self._wk[:n], dt, out=d)
+        att = self._att[:n]
+        np.add(att, d, out=att)
+
+    def _advance_jobs(self, t: float, t2: float, dt: float) -> None:
         jobs, record, segments = self.jobs, self.metrics.record, self.metrics.segments
         for i in self.running:
             j = jobs[i]
@@ -363,12 +414,18 @@ class _Sim:
                 if record:
                     segments.append((j.spec.id, s, t2, j.rate))
             j.attained += j.workers * dt
-        c = self.cluster
-        serving = c.count("serving")
-        self.metrics.gpu_time(t, t2, c.used_train, c.used_inf, serving * c.G, max(0, c.need - serving) * c.G)
 
     def _next_completion(self, t: float) -> float:
         """The earliest finish time of a running job (:meth:`SimJob.finish_time`, inlined), ``inf`` if none."""
+        if self.vec:  # level is 0.0 without the Pollux model: remaining - 0.0 is remaining
+            n = len(self._slot_jobs)
+            if not n:
+                return math.inf
+            f, q = self._b1[:n], self._b2[:n]
+            np.maximum(self._blk[:n], t, out=f)
+            np.divide(self._rem[:n], self._rt[:n], out=q)
+            np.add(f, q, out=f)
+            return float(f.min())
         best = math.inf
         jobs = self.jobs
         if self.cfg.round_epochs:
@@ -418,7 +475,15 @@ class _Sim:
         finished, crossed = [], []
         rounded = self.cfg.round_epochs
         jobs = self.jobs
-        for i in self.running:
+        self.sync()
+        n = len(self._slot_jobs)
+        if n:  # the arrays: not held back, and the work within its threshold or below what the clock resolves
+            rem, q = self._rem[:n], self._b1[:n]
+            np.divide(rem, self._rt[:n], out=q)
+            np.add(q, t, out=q)
+            due = (self._blk[:n] <= t) & ((rem <= self._thr[:n]) | (q <= t))
+            finished = [self._slot_jobs[k].idx for k in np.flatnonzero(due).tolist()]
+        for i in () if self.vec else self.running:
             j = jobs[i]
             if j.blocked > t and (j.remaining >= j.level or not rounded or j.model is None):
                 continue  # held back by its penalty (a rounded epoch end may still be due: below)
@@ -445,7 +510,7 @@ class _Sim:
             j.remaining = 0.0
             j.end = t
             self._release(j)
-            self.running.discard(i)
+            self._run_remove(i, j)
             j.host = None
             j.placement = None
             self.metrics.allocated(j, t)
@@ -462,6 +527,62 @@ class _Sim:
         return bool(finished)
 
     # ------------------------------------------------------------------------------------------ holding GPUs
+    def _run_add(self, i: int, j: SimJob) -> None:
+        """``j`` (arrival index ``i``) runs: in :attr:`running` and, with arrays, given a row (its fields put)."""
+        self.running.add(i)
+        if self.vec:
+            if j.slot < 0:
+                k = j.slot = len(self._slot_jobs)
+                self._slot_jobs.append(j)
+                self._thr[k] = 1e-9 * max(1.0, j.spec.work)
+            self._put(j)
+
+    def _run_remove(self, i: int, j: SimJob) -> None:
+        """``j`` stops running: out of :attr:`running`; its row, if any, taken by the last row (the records are
+        synced: nothing is written back)."""
+        self.running.discard(i)
+        k = j.slot
+        if k >= 0:
+            last = len(self._slot_jobs) - 1
+            if k != last:
+                mv = self._slot_jobs[last]
+                self._slot_jobs[k] = mv
+                mv.slot = k
+                for a in (self._rem, self._rt, self._blk, self._wk, self._att, self._thr):
+                    a[k] = a[last]
+            self._slot_jobs.pop()
+            j.slot = -1
+
+    def _put(self, j: SimJob) -> None:
+        """Write a running job's fields (synced records) to its row of the arrays; nothing for a job without one."""
+        k = j.slot
+        if k >= 0:
+            self._rem[k] = j.remaining
+            self._rt[k] = j.rate
+            self._blk[k] = j.blocked
+            self._wk[k] = j.workers
+            self._att[k] = j.attained
+
+    def sync(self) -> None:
+        """Bring the running jobs' ``remaining`` and ``attained`` up to now from the arrays (a no-op when they
+        are): before anything reads or changes a running job. O(running jobs) after an advance, O(1) else."""
+        if self._fresh:
+            return
+        self._fresh = True
+        n = len(self._slot_jobs)
+        for j, r, a in zip(self._slot_jobs, self._rem[:n].tolist(), self._att[:n].tolist(), strict=True):
+            j.remaining = r
+            j.attained = a
+
+    def _check_rows(self) -> None:
+        """With ``check``: every running job has a row, and the rows hold its synced fields (DecisionRejected)."""
+        if {j.idx for j in self._slot_jobs} != self.running:
+            raise DecisionRejected("the rows of running jobs are not the running jobs")
+        for k, j in enumerate(self._slot_jobs):
+            got = (self._rem[k], self._rt[k], self._blk[k], self._wk[k], self._att[k], j.slot)
+            if got != (j.remaining, j.rate, j.blocked, j.workers, j.attained, k):
+                raise DecisionRejected(f"job {j.spec.id}: its row {got} is not its state")
+
     def _release(self, j: SimJob) -> None:
         self.cluster.release(j.train_gpus, j.inf_gpus)
         j.train_gpus = j.inf_gpus = 0
@@ -472,12 +593,13 @@ class _Sim:
         j.rate = self._solo_rate(j)
         j.train_gpus, j.inf_gpus = self.cluster.split(placement)
         self.cluster.hold(j.train_gpus, j.inf_gpus)
+        self._put(j)
 
     def _stop(self, i: int, j: SimJob) -> None:
         """Job ``j`` stops running: its GPUs are released and it makes no progress until started again."""
         self._release(j)
         j.placement, j.workers, j.rate = None, 0, 0.0
-        self.running.discard(i)
+        self._run_remove(i, j)
 
     def _preempted(self, j: SimJob, t: float, *, resumed_now: bool = False) -> None:
         """Count a preemption of ``j`` (the one place it is counted). Its preemption penalty is paid when it
@@ -498,23 +620,25 @@ class _Sim:
         j.blocked = t + (j.spec.preemption_penalty if j.resume_penalty else
                          (self.cfg.start_penalty if first else 0.0))
         j.resume_penalty = False
-        self.running.add(i)
+        self._run_add(i, j)
 
     def _set_rates(self) -> None:
         """Every running job's rate: ``rate(w)``, times its packed speed where it shares GPUs (:mod:`.packing`)."""
         for i in self.running:
             j = self.jobs[i]
             j.rate = self._solo_rate(j)
-        if not self.packing:
-            return
-        by_id = {self.jobs[i].spec.id: self.jobs[i] for i in self.running}
-        for jid, r in packed_rates(self.packing, by_id, self.options, self._solo_rate).items():
-            by_id[jid].rate = r
+        if self.packing:
+            by_id = {self.jobs[i].spec.id: self.jobs[i] for i in self.running}
+            for jid, r in packed_rates(self.packing, by_id, self.options, self._solo_rate).items():
+                by_id[jid].rate = r
+        for j in self._slot_jobs:
+            self._put(j)
 
     # ------------------------------------------------------------------------------------------ rounds
     def _round(self, t: float) -> None:
         pol, m = self.policy, self.metrics
         self.version += 1
+        self.sync()
         snap, hidden = pol.snapshot(self, t, self.state)
         self.shown = {job.id: job for job in snap.jobs}
         t0 = time.perf_counter()
@@ -617,6 +741,7 @@ class _Sim:
         if j.host is not None:  # a guest until now
             if host == j.host and not moved:  # packed again on the same GPUs of the same host: undisturbed
                 j.workers = workers
+                self._put(j)
                 return
             j.host = None
             if host is None and placement is None:  # left waiting: preempted
@@ -635,6 +760,7 @@ class _Sim:
                 self._preempted(j, t)
             self._started(i, j, t)
         j.host, j.workers = host, workers
+        self._put(j)
 
     # ------------------------------------------------------------------------------------------ loop
     def run(self) -> SimResult:
@@ -690,6 +816,8 @@ class _Sim:
             if (tick or (event and cfg.event_rounds and self._free_gpus() > 0)) \
                     and (self.active or c.reclaim_wanted()):
                 if is_quiet(self):
+                    if self._quiet_reads:
+                        self.sync()
                     self.policy.quiet_round(self, t, self.state)
                     m.count("quiet_rounds")
                     m.series.append((t, 0, c.used_train, c.serving_gpus(), c.used_inf))
@@ -701,6 +829,7 @@ class _Sim:
                     for i in self.running:
                         if self.jobs[i].model is not None:
                             self._segment(self.jobs[i], t, t)
+        self.sync()
         self.work = work  # the units counted (not in the result: measurements of the bound read it here)
         makespan = max((j.end for j in self.jobs if j.end is not None), default=origin) - origin
         rows = [j.row() for j in self.jobs]

@@ -83,6 +83,7 @@ class SizesKept:
         """Whether every running elastic job is kept at its size. The jobs not found kept are listed once per
         version of the allocations (:attr:`pending`; one found kept stays so, the class docstring) and only
         their rows computed, with their work of now."""
+        sim.sync()  # the running jobs' work of now (the engine's arrays)
         rows = self.pending
         if rows is None:
             rows = []
