@@ -384,7 +384,7 @@ class _Sim:
         n = len(self._slot_jobs)
         if not n:
             return
-        if self.cfg.check and self._fresh:
+        if self.cfg.check:
             self._check_rows()
         self._fresh = False
         s, d = self._b1[:n], self._b2[:n]
@@ -475,7 +475,6 @@ class _Sim:
         finished, crossed = [], []
         rounded = self.cfg.round_epochs
         jobs = self.jobs
-        self.sync()
         n = len(self._slot_jobs)
         if n:  # the arrays: not held back, and the work within its threshold or below what the clock resolves
             rem, q = self._rem[:n], self._b1[:n]
@@ -507,10 +506,10 @@ class _Sim:
             self._set_rates()
         for i in sorted(finished):
             j = self.jobs[i]
+            self._run_remove(i, j)  # its work and attained service written back
             j.remaining = 0.0
             j.end = t
             self._release(j)
-            self._run_remove(i, j)
             j.host = None
             j.placement = None
             self.metrics.allocated(j, t)
@@ -535,14 +534,18 @@ class _Sim:
                 k = j.slot = len(self._slot_jobs)
                 self._slot_jobs.append(j)
                 self._thr[k] = 1e-9 * max(1.0, j.spec.work)
+                self._rem[k] = j.remaining
+                self._att[k] = j.attained
             self._put(j)
 
     def _run_remove(self, i: int, j: SimJob) -> None:
-        """``j`` stops running: out of :attr:`running`; its row, if any, taken by the last row (the records are
-        synced: nothing is written back)."""
+        """``j`` stops running: out of :attr:`running`; its work and attained service written back from its row,
+        if it has one, which the last row takes."""
         self.running.discard(i)
         k = j.slot
         if k >= 0:
+            j.remaining = float(self._rem[k])
+            j.attained = float(self._att[k])
             last = len(self._slot_jobs) - 1
             if k != last:
                 mv = self._slot_jobs[last]
@@ -554,14 +557,17 @@ class _Sim:
             j.slot = -1
 
     def _put(self, j: SimJob) -> None:
-        """Write a running job's fields (synced records) to its row of the arrays; nothing for a job without one."""
+        """Write a running job's rate, end of penalty and workers to its row of the arrays (its work and attained
+        service live there from :meth:`_run_add` on); nothing for a job without a row."""
         k = j.slot
         if k >= 0:
-            self._rem[k] = j.remaining
             self._rt[k] = j.rate
             self._blk[k] = j.blocked
             self._wk[k] = j.workers
-            self._att[k] = j.attained
+
+    def remaining(self, j: SimJob) -> float:
+        """``j``'s remaining work now, synced or not (from its row while it has one). O(1)."""
+        return float(self._rem[j.slot]) if j.slot >= 0 else j.remaining
 
     def sync(self) -> None:
         """Bring the running jobs' ``remaining`` and ``attained`` up to now from the arrays (a no-op when they
@@ -579,8 +585,11 @@ class _Sim:
         if {j.idx for j in self._slot_jobs} != self.running:
             raise DecisionRejected("the rows of running jobs are not the running jobs")
         for k, j in enumerate(self._slot_jobs):
-            got = (self._rem[k], self._rt[k], self._blk[k], self._wk[k], self._att[k], j.slot)
-            if got != (j.remaining, j.rate, j.blocked, j.workers, j.attained, k):
+            got = (self._rt[k], self._blk[k], self._wk[k], j.slot)
+            want = (j.rate, j.blocked, j.workers, k)
+            if self._fresh:
+                got, want = got + (self._rem[k], self._att[k]), want + (j.remaining, j.attained)
+            if got != want:
                 raise DecisionRejected(f"job {j.spec.id}: its row {got} is not its state")
 
     def _release(self, j: SimJob) -> None:
