@@ -234,6 +234,27 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
     return _Sim(specs, policy, config, progress).run()
 
 
+def _placed_anew(jobs, decided) -> list[tuple[Job, dict | None]]:
+    """The jobs of a snapshot (no packing) whose placement after the decision ``decided`` (job id -> decision)
+    is not the one shown, with that placement: :func:`lyra_solver.apply.placements_after`'s rule (the shown
+    placement where the decision keeps it, the decision's where it runs elsewhere, ``None`` where it waits or is
+    preempted), only for the jobs it moves. O(J)."""
+    out = []
+    for job in jobs:
+        jd = decided[job.id]
+        shown = job.placement
+        if jd.action == "run":
+            new = jd.placement
+            if new is shown or new == shown:
+                continue
+        elif shown is None:
+            continue
+        else:
+            new = None
+        out.append((job, new))
+    return out
+
+
 class _Sim:
     """One run: the event loop and the carrying out of decisions (the policy's :class:`~.policies.base.View`)."""
 
@@ -664,11 +685,23 @@ class _Sim:
             bad = check_decision(msgspec.to_builtins(snap), msgspec.to_builtins(decision))
             if bad:
                 raise DecisionRejected(f"round at t={t}: {format_violations(bad[:5])}")
-        after = placements_after(snap, decision)
-        if self.cfg.check:  # the placements carried out are apply_decision's, which checks the decision too
-            nxt = apply_decision(snap, decision)
-            if [job.placement for job in nxt.jobs] != after:
-                raise DecisionRejected(f"round at t={t}: the placements carried out are not apply_decision's")
+        guest_of = {jid: g.jobs[0] for g in decision.packing for jid in g.jobs[1:]}
+        packs = bool(guest_of) or bool(self.packing)
+        held = pol.shows_held() and not packs  # a job whose shown placement is kept holds it still
+        # the jobs whose placement may change, with their placement after the decision: with ``held``, only those
+        # not kept where shown (placements_after's rule, inlined: no list of every job)
+        moves = _placed_anew(snap.jobs, decision.jobs) if held else None
+        if moves is None or self.cfg.check:
+            after = placements_after(snap, decision)
+            if self.cfg.check:  # the placements carried out are apply_decision's, which checks the decision too
+                nxt = apply_decision(snap, decision)
+                if [job.placement for job in nxt.jobs] != after:
+                    raise DecisionRejected(f"round at t={t}: the placements carried out are not apply_decision's")
+            every = list(zip(snap.jobs, after, strict=True))
+            if moves is not None and [(a.id, id(b)) for a, b in moves] != \
+                    [(a.id, id(b)) for a, b in every if b is not a.placement]:
+                raise DecisionRejected(f"round at t={t}: the jobs moved are not those placements_after moves")
+            moves = every if moves is None else moves
         pol.after_round(self, t, self.state, decision)
         m.count("rounds")
         back, lent = decision.servers.reclaim, decision.servers.loan
@@ -682,13 +715,10 @@ class _Sim:
         m.count("loans", len(lent))
         gone = set(back)
         index, jobs = self.index, self.jobs
-        guest_of = {jid: g.jobs[0] for g in decision.packing for jid in g.jobs[1:]}
-        packs = bool(guest_of) or bool(self.packing)
         was_at, now_at = _shared_at(self.packing), _shared_at(decision.packing)
         self.packing = list(decision.packing)
         changed = []  # jobs whose allocation may have changed (the others hold exactly what they held)
-        held = pol.shows_held() and not packs  # a job whose shown placement is kept holds it still
-        for job, new in zip(snap.jobs, after, strict=True):
+        for job, new in moves:
             if held and new is job.placement:
                 continue
             i = index[job.id]
