@@ -45,12 +45,14 @@ import bisect
 import heapq
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
 import msgspec
 import numpy as np
 from lyra_solver.apply import apply_decision, placements_after
+from lyra_solver.formulations.mckp import _numba as _mckp_numba
 from lyra_solver.pipeline import decide, decide_built
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import Job, PackingProfile, ProfileThroughput, TableThroughput
@@ -93,6 +95,11 @@ EVENT_WORK = 30
 ROUND_WORK = 4_000
 JOB_ROUND_WORK = 20
 SERVER_ROUND_WORK = 4
+
+
+#: Keep the running jobs' time in arrays (:class:`_Sim`, not for the Pollux model); ``False`` runs the scalar loops
+#: for every replay (the reference the tests compare the arrays with).
+ARRAYS = True
 
 
 class ReplayTooLong(ValueError):
@@ -234,6 +241,42 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
     return _Sim(specs, policy, config, progress).run()
 
 
+def _advance_np(n: int, t: float, t2: float, dt: float, rem, rate, blk, wk, att) -> None:
+    """Rows ``0..n-1`` of the arrays of running jobs from ``t`` to ``t2`` (``dt = t2 - t``), in place: the work of
+    a row past its penalty (``s = max(t, blocked) < t2``) less ``rate * (t2 - s)`` (the others less ``rate *
+    0.0``, which leaves them as they are: the work is never ``-0.0``), the attained service plus ``workers * dt``;
+    element by element the scalar loop's floats (:meth:`_Sim._advance_jobs`). The numpy twin of
+    :func:`._nbtime.advance`. O(n)."""
+    d = np.maximum(blk[:n], t)  # max(t, blocked)
+    np.subtract(t2, d, out=d)
+    np.maximum(d, 0.0, out=d)
+    np.multiply(rate[:n], d, out=d)
+    r = rem[:n]
+    np.subtract(r, d, out=r)
+    np.multiply(wk[:n], dt, out=d)
+    a = att[:n]
+    np.add(a, d, out=a)
+
+
+def _next_completion_np(n: int, t: float, rem, rate, blk) -> float:
+    """The earliest ``max(t, blocked) + remaining / rate`` of rows ``0..n-1`` (``inf`` when none): the numpy twin
+    of :func:`._nbtime.next_completion`. O(n)."""
+    if not n:
+        return math.inf
+    f = np.maximum(blk[:n], t)
+    f += rem[:n] / rate[:n]
+    return float(f.min())
+
+
+def _time_kernels():
+    """:mod:`._nbtime`, imported once (``None`` when numba cannot be imported)."""
+    try:
+        from . import _nbtime
+    except ImportError:
+        return None
+    return _nbtime
+
+
 def _placed_anew(jobs, decided) -> list[tuple[Job, dict | None]]:
     """The jobs of a snapshot (no packing) whose placement after the decision ``decided`` (job id -> decision)
     is not the one shown, with that placement: :func:`lyra_solver.apply.placements_after`'s rule (the shown
@@ -294,13 +337,15 @@ class _Sim:
         # an advance and the next :meth:`sync`; everything that reads or changes a running job (a round, a
         # completion, a quiet check's value rows, a policy's quiet round) syncs first, and every change to a
         # running job's rate, penalty or workers is written to its row (:meth:`_put`).
-        self.vec = not self.modelled
+        self.vec = ARRAYS and not self.modelled
         cap = max(1, len(self.specs)) if self.vec else 1
         self._slot_jobs: list[SimJob] = []
-        self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._b1, self._b2 = (
-            np.zeros(cap) for _ in range(8))
+        self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._b1 = (np.zeros(cap) for _ in range(7))
         self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
         self._quiet_reads = type(policy).quiet_round is not _BasePolicy.quiet_round
+        # the compiled twins of the time loops (._nbtime) once numba's kernels are loaded (None: not yet; False:
+        # never, LYRA_SIM_NUMPY set or numba not importable)
+        self._nb = False if os.environ.get("LYRA_SIM_NUMPY") else None
 
     # ------------------------------------------------------------------------------------------ the view
     def throughput(self, app: str) -> ProfileThroughput:
@@ -401,6 +446,16 @@ class _Sim:
         serving = c.count("serving")
         self.metrics.gpu_time(t, t2, c.used_train, c.used_inf, serving * c.G, max(0, c.need - serving) * c.G)
 
+    def _kernels(self):
+        """:mod:`._nbtime` once the package's numba kernels are loaded in this process (numba imported, a long
+        replay), else ``None``; ``LYRA_SIM_NUMPY`` (any non-empty value) keeps the numpy path."""
+        nb = self._nb
+        if nb is None:
+            if not _mckp_numba.loaded():
+                return None
+            nb = self._nb = _time_kernels() or False
+        return nb or None
+
     def _advance_rows(self, t: float, t2: float, dt: float) -> None:
         n = len(self._slot_jobs)
         if not n:
@@ -408,21 +463,15 @@ class _Sim:
         if self.cfg.check:
             self._check_rows()
         self._fresh = False
-        s, d = self._b1[:n], self._b2[:n]
-        np.maximum(self._blk[:n], t, out=s)  # max(t, blocked)
-        if self.metrics.record:
+        if self.metrics.record:  # the segments of progress: rows past their penalty before t2
+            s = np.maximum(self._blk[:n], t)
             segments = self.metrics.segments
             for k in np.flatnonzero(s < t2).tolist():
                 j = self._slot_jobs[k]
                 segments.append((j.spec.id, float(s[k]), t2, j.rate))
-        np.subtract(t2, s, out=d)
-        np.maximum(d, 0.0, out=d)  # no progress before the penalty ends: remaining - rate * 0.0 is remaining
-        np.multiply(self._rt[:n], d, out=d)
-        rem = self._rem[:n]
-        np.subtract(rem, d, out=rem)
-        np.multiply(self._wk[:n], dt, out=d)
-        att = self._att[:n]
-        np.add(att, d, out=att)
+        nb = self._kernels()
+        (_advance_np if nb is None else nb.advance)(n, t, t2, dt, self._rem, self._rt, self._blk, self._wk,
+                                                   self._att)
 
     def _advance_jobs(self, t: float, t2: float, dt: float) -> None:
         jobs, record, segments = self.jobs, self.metrics.record, self.metrics.segments
@@ -442,11 +491,9 @@ class _Sim:
             n = len(self._slot_jobs)
             if not n:
                 return math.inf
-            f, q = self._b1[:n], self._b2[:n]
-            np.maximum(self._blk[:n], t, out=f)
-            np.divide(self._rem[:n], self._rt[:n], out=q)
-            np.add(f, q, out=f)
-            return float(f.min())
+            nb = self._kernels()
+            return float((_next_completion_np if nb is None else nb.next_completion)(n, t, self._rem, self._rt,
+                                                                                      self._blk))
         best = math.inf
         jobs = self.jobs
         if self.cfg.round_epochs:
@@ -498,7 +545,7 @@ class _Sim:
         jobs = self.jobs
         n = len(self._slot_jobs)
         if n:  # the arrays: not held back, and the work within its threshold or below what the clock resolves
-            rem, q = self._rem[:n], self._b1[:n]
+            rem, q = self._rem[:n], self._b1[:n]  # scratch
             np.divide(rem, self._rt[:n], out=q)
             np.add(q, t, out=q)
             due = (self._blk[:n] <= t) & ((rem <= self._thr[:n]) | (q <= t))
