@@ -277,14 +277,16 @@ def _time_kernels():
     return _nbtime
 
 
-def _placed_anew(jobs, decided) -> list[tuple[Job, dict | None]]:
+def _placed_anew(jobs, decided, by_id: dict) -> list[tuple[Job, dict | None]]:
     """The jobs of a snapshot (no packing) whose placement after the decision ``decided`` (job id -> decision)
     is not the one shown, with that placement: :func:`lyra_solver.apply.placements_after`'s rule (the shown
     placement where the decision keeps it, the decision's where it runs elsewhere, ``None`` where it waits or is
-    preempted), only for the jobs it moves. O(J)."""
+    preempted), only for the jobs it moves. Fills ``by_id`` with the jobs by id on the way. O(J)."""
     out = []
     for job in jobs:
-        jd = decided[job.id]
+        jid = job.id
+        by_id[jid] = job
+        jd = decided[jid]
         shown = job.placement
         if jd.action == "run":
             new = jd.placement
@@ -310,7 +312,7 @@ class _Sim:
         self.options = policy.decide_options(cfg.time_limit)
         self.jobs: list[SimJob] = []
         self.top = [policy.shown_range(s)[1] for s in self.specs]  # the largest size each job is shown with
-        self.active: dict[int, SimJob] = {}  # queued or running, by arrival index
+        self.active: dict[int, SimJob] = {}  # queued or running, by arrival index, in arrival order
         self.running: set[int] = set()
         self.done = 0
         self.kept = SizesKept()
@@ -716,8 +718,9 @@ class _Sim:
         pol, m = self.policy, self.metrics
         self.version += 1
         self.sync()
+        if self.cfg.check and list(self.active) != sorted(self.active):
+            raise DecisionRejected(f"round at t={t}: the active jobs are not in arrival order")
         snap, hidden = pol.snapshot(self, t, self.state)
-        self.shown = {job.id: job for job in snap.jobs}
         t0 = time.perf_counter()
         # the snapshot is the simulator's own (its configuration, its checked trace, placements of decisions
         # carried out): not validated again, except with ``check``, where every round goes through ``decide``
@@ -737,7 +740,10 @@ class _Sim:
         held = pol.shows_held() and not packs  # a job whose shown placement is kept holds it still
         # the jobs whose placement may change, with their placement after the decision: with ``held``, only those
         # not kept where shown (placements_after's rule, inlined: no list of every job)
-        moves = _placed_anew(snap.jobs, decision.jobs) if held else None
+        self.shown = shown = {}  # the jobs of this snapshot by id (Policy.job shows them again), filled below
+        moves = _placed_anew(snap.jobs, decision.jobs, shown) if held else None
+        if moves is None:
+            shown.update({job.id: job for job in snap.jobs})
         if moves is None or self.cfg.check:
             after = placements_after(snap, decision)
             if self.cfg.check:  # the placements carried out are apply_decision's, which checks the decision too
