@@ -42,6 +42,7 @@ Running time: O(R * (A + D)) for R rounds, A active jobs and D the cost of one `
 from __future__ import annotations
 
 import bisect
+import gc
 import heapq
 import logging
 import math
@@ -96,6 +97,9 @@ ROUND_WORK = 4_000
 JOB_ROUND_WORK = 20
 SERVER_ROUND_WORK = 4
 
+
+#: The collector's threshold for its youngest generation during a replay (:func:`simulate`; Python's default 700).
+GC_YOUNG = 50_000
 
 #: Keep the running jobs' time in arrays (:class:`_Sim`, not for the Pollux model); ``False`` runs the scalar loops
 #: for every replay (the reference the tests compare the arrays with).
@@ -238,7 +242,15 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
     """
     check_config(config)
     check_specs(specs, config)
-    return _Sim(specs, policy, config, progress).run()
+    # the replay allocates small containers by the million (rows, tuples, dicts of a round) and keeps few: the
+    # collector's youngest generation examined every GC_YOUNG allocations instead of every 700 (the 10,000-job
+    # run: 940 collections, 0.48 CPU s, against 10, 0.15 s); restored after the replay
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], GC_YOUNG), *before[1:])
+    try:
+        return _Sim(specs, policy, config, progress).run()
+    finally:
+        gc.set_threshold(*before)
 
 
 def _advance_np(n: int, t: float, t2: float, dt: float, rem, rate, blk, wk, att) -> None:
