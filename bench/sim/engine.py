@@ -662,6 +662,19 @@ class _Sim:
             j.remaining = r
             j.attained = a
 
+    def row_work(self) -> list[float] | None:
+        """The running jobs' remaining work of now by row (``j.slot``), or ``None`` when their records hold it
+        (synced since the last advance, or no arrays). O(running jobs) in C."""
+        return None if self._fresh else self._rem[:len(self._slot_jobs)].tolist()
+
+    def sync_jobs(self, jobs) -> None:
+        """Bring the ``remaining`` of these jobs only up to now from the arrays (:meth:`sync` for a few)."""
+        if not self._fresh:
+            rem = self._rem
+            for j in jobs:
+                if j.slot >= 0:
+                    j.remaining = float(rem[j.slot])
+
     def _check_rows(self) -> None:
         """With ``check``: every running job has a row, and the rows hold its synced fields (DecisionRejected)."""
         if {j.idx for j in self._slot_jobs} != self.running:

@@ -92,7 +92,7 @@ class SizesKept:
         their rows computed, with their work of now."""
         rows = self.pending
         if rows is None:
-            sim.sync()  # the running jobs' work of now (the engine's arrays)
+            now = sim.row_work()  # the running jobs' work of now by row (None: their records hold it)
             rows = []
             jobs, kept = sim.jobs, self.kept
             for i in sim.running:
@@ -100,7 +100,8 @@ class SizesKept:
                 sp = j.spec
                 if sp.min_workers < sp.max_workers:
                     seen = kept.get(i)
-                    if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
+                    if seen is None or seen[0] != j.workers or \
+                            max(j.remaining if now is None else now[j.slot], 0.0) > seen[1]:
                         rows.append(j)
             rows.sort(key=_by_arrival)  # in arrival order, as always
             self.pending = rows
@@ -113,7 +114,7 @@ class SizesKept:
                 r = max(sim.remaining(j), 0.0)
                 if r * b[1] >= b[3] * (1.0 + 1e-6) + 1e-6 * (1.0 + r * b[2]) and r * b[2] < 0.5 * TIME_CAP:
                     return False
-        sim.sync()
+        sim.sync_jobs(rows)
         opts = [JobOptions(sim.throughput(j.spec.app), j.spec.min_workers, j.spec.max_workers,
                            max(j.remaining, 0.0), 1, j.workers, j.spec.restart_penalty) for j in rows]
         table = value_table(opts, server_gpus=sim.cluster.G, backend="numpy")
