@@ -355,6 +355,8 @@ class _Sim:
         cap = max(1, len(self.specs)) if self.vec else 1
         self._slot_jobs: list[SimJob] = []
         self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._b1 = (np.zeros(cap) for _ in range(7))
+        # per row: the largest size the job is shown with (self.top), 1.0 while it runs as a packing guest
+        self._top, self._gst = np.zeros(cap), np.zeros(cap)
         self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
         self._quiet_reads = type(policy).quiet_round is not _BasePolicy.quiet_round
         # the compiled twins of the time loops (._nbtime) once numba's kernels are loaded (None: not yet; False:
@@ -618,6 +620,7 @@ class _Sim:
                 self._thr[k] = 1e-9 * max(1.0, j.spec.work)
                 self._rem[k] = j.remaining
                 self._att[k] = j.attained
+                self._top[k] = self.top[i]
             self._put(j)
 
     def _run_remove(self, i: int, j: SimJob) -> None:
@@ -633,19 +636,21 @@ class _Sim:
                 mv = self._slot_jobs[last]
                 self._slot_jobs[k] = mv
                 mv.slot = k
-                for a in (self._rem, self._rt, self._blk, self._wk, self._att, self._thr):
+                for a in (self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._top, self._gst):
                     a[k] = a[last]
             self._slot_jobs.pop()
             j.slot = -1
 
     def _put(self, j: SimJob) -> None:
-        """Write a running job's rate, end of penalty and workers to its row of the arrays (its work and attained
-        service live there from :meth:`_run_add` on); nothing for a job without a row."""
+        """Write a running job's rate, end of penalty, workers and whether it is a packing guest to its row of the
+        arrays (its work and attained service live there from :meth:`_run_add` on); nothing for a job without a
+        row."""
         k = j.slot
         if k >= 0:
             self._rt[k] = j.rate
             self._blk[k] = j.blocked
             self._wk[k] = j.workers
+            self._gst[k] = j.host is not None
 
     def remaining(self, j: SimJob) -> float:
         """``j``'s remaining work now, synced or not (from its row while it has one). O(1)."""
@@ -661,6 +666,14 @@ class _Sim:
         for j, r, a in zip(self._slot_jobs, self._rem[:n].tolist(), self._att[:n].tolist(), strict=True):
             j.remaining = r
             j.attained = a
+
+    def guests_and_top(self) -> tuple[bool, bool] | None:
+        """(whether a running job is a packing guest, whether every running job holds its largest shown size),
+        read off the arrays; ``None`` without arrays. O(running jobs) in numpy."""
+        if not self.vec:
+            return None
+        n = len(self._slot_jobs)
+        return bool(self._gst[:n].any()), bool((self._wk[:n] == self._top[:n]).all())
 
     def row_work(self) -> list[float] | None:
         """The running jobs' remaining work of now by row (``j.slot``), or ``None`` when their records hold it
@@ -680,8 +693,8 @@ class _Sim:
         if {j.idx for j in self._slot_jobs} != self.running:
             raise DecisionRejected("the rows of running jobs are not the running jobs")
         for k, j in enumerate(self._slot_jobs):
-            got = (self._rt[k], self._blk[k], self._wk[k], j.slot)
-            want = (j.rate, j.blocked, j.workers, k)
+            got = (self._rt[k], self._blk[k], self._wk[k], self._gst[k], self._top[k], j.slot)
+            want = (j.rate, j.blocked, j.workers, j.host is not None, self.top[j.idx], k)
             if self._fresh:
                 got, want = got + (self._rem[k], self._att[k]), want + (j.remaining, j.attained)
             if got != want:
