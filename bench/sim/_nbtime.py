@@ -17,13 +17,19 @@ import numpy as np
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def advance(n, t, t2, dt, rem, rate, blk, wk, att):  # pragma: no cover - compiled
     """Rows ``0..n-1`` from ``t`` to ``t2`` (``dt = t2 - t``): the work of a row past its penalty
-    (``s = max(t, blocked) < t2``) less ``rate * (t2 - s)``, its attained service plus ``workers * dt``."""
+    (``s = max(t, blocked) < t2``) less ``rate * (t2 - s)``, its attained service plus ``workers * dt``; returns
+    :func:`next_completion` at ``t2`` of the rows advanced."""
+    best = np.inf
     for k in range(n):
         b = blk[k]
         s = b if b > t else t
         if t2 > s:
             rem[k] = rem[k] - rate[k] * (t2 - s)
         att[k] = att[k] + wk[k] * dt
+        f = (b if b > t2 else t2) + rem[k] / rate[k]
+        if f < best:
+            best = f
+    return best
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

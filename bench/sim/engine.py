@@ -253,12 +253,13 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
         gc.set_threshold(*before)
 
 
-def _advance_np(n: int, t: float, t2: float, dt: float, rem, rate, blk, wk, att) -> None:
+def _advance_np(n: int, t: float, t2: float, dt: float, rem, rate, blk, wk, att) -> float:
     """Rows ``0..n-1`` of the arrays of running jobs from ``t`` to ``t2`` (``dt = t2 - t``), in place: the work of
     a row past its penalty (``s = max(t, blocked) < t2``) less ``rate * (t2 - s)`` (the others less ``rate *
     0.0``, which leaves them as they are: the work is never ``-0.0``), the attained service plus ``workers * dt``;
-    element by element the scalar loop's floats (:meth:`_Sim._advance_jobs`). The numpy twin of
-    :func:`._nbtime.advance`. O(n)."""
+    element by element the scalar loop's floats (:meth:`_Sim._advance_jobs`). Returns
+    :func:`_next_completion_np` at ``t2`` of the rows advanced. The numpy twin of :func:`._nbtime.advance`.
+    O(n)."""
     d = np.maximum(blk[:n], t)  # max(t, blocked)
     np.subtract(t2, d, out=d)
     np.maximum(d, 0.0, out=d)
@@ -268,6 +269,7 @@ def _advance_np(n: int, t: float, t2: float, dt: float, rem, rate, blk, wk, att)
     np.multiply(wk[:n], dt, out=d)
     a = att[:n]
     np.add(a, d, out=a)
+    return _next_completion_np(n, t2, rem, rate, blk)
 
 
 def _next_completion_np(n: int, t: float, rem, rate, blk) -> float:
@@ -359,6 +361,7 @@ class _Sim:
         self._top, self._gst = np.zeros(cap), np.zeros(cap)
         self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
         self._quiet_reads = type(policy).quiet_round is not _BasePolicy.quiet_round
+        self._next: tuple[float, float] | None = None  # (t, the next completion at t) until a row changes
         # the compiled twins of the time loops (._nbtime) once numba's kernels are loaded (None: not yet; False:
         # never, LYRA_SIM_NUMPY set or numba not importable)
         self._nb = False if os.environ.get("LYRA_SIM_NUMPY") else None
@@ -486,8 +489,9 @@ class _Sim:
                 j = self._slot_jobs[k]
                 segments.append((j.spec.id, float(s[k]), t2, j.rate))
         nb = self._kernels()
-        (_advance_np if nb is None else nb.advance)(n, t, t2, dt, self._rem, self._rt, self._blk, self._wk,
-                                                   self._att)
+        best = (_advance_np if nb is None else nb.advance)(n, t, t2, dt, self._rem, self._rt, self._blk, self._wk,
+                                                          self._att)
+        self._next = (t2, float(best))  # the next completion at t2 while no row changes
 
     def _advance_jobs(self, t: float, t2: float, dt: float) -> None:
         jobs, record, segments = self.jobs, self.metrics.record, self.metrics.segments
@@ -507,9 +511,16 @@ class _Sim:
             n = len(self._slot_jobs)
             if not n:
                 return math.inf
+            got = self._next
+            if got is not None and got[0] == t and not self.cfg.check:  # found by the advance to t, no row
+                return got[1]                                            # changed since
             nb = self._kernels()
-            return float((_next_completion_np if nb is None else nb.next_completion)(n, t, self._rem, self._rt,
+            best = float((_next_completion_np if nb is None else nb.next_completion)(n, t, self._rem, self._rt,
                                                                                       self._blk))
+            if got is not None and got[0] == t and got[1] != best:
+                raise DecisionRejected(f"t={t}: the next completion kept since the advance, {got[1]!r}, is not "
+                                       f"{best!r}")
+            return best
         best = math.inf
         jobs = self.jobs
         if self.cfg.round_epochs:
@@ -614,6 +625,7 @@ class _Sim:
         """``j`` (arrival index ``i``) runs: in :attr:`running` and, with arrays, given a row (its fields put)."""
         self.running.add(i)
         if self.vec:
+            self._next = None
             if j.slot < 0:
                 k = j.slot = len(self._slot_jobs)
                 self._slot_jobs.append(j)
@@ -629,6 +641,7 @@ class _Sim:
         self.running.discard(i)
         k = j.slot
         if k >= 0:
+            self._next = None
             j.remaining = float(self._rem[k])
             j.attained = float(self._att[k])
             last = len(self._slot_jobs) - 1
@@ -647,6 +660,7 @@ class _Sim:
         row."""
         k = j.slot
         if k >= 0:
+            self._next = None
             self._rt[k] = j.rate
             self._blk[k] = j.blocked
             self._wk[k] = j.workers

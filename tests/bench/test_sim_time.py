@@ -72,8 +72,9 @@ def test_the_array_loops_give_the_scalar_floats(seed):
         r, a = rem.copy(), att.copy()
         n = len(r) - 1  # a row beyond n is left alone
         r_last, a_last = r[-1], a[-1]
-        advance(n, t, t2, t2 - t, r, rate, blk, wk, a)
+        upto = advance(n, t, t2, t2 - t, r, rate, blk, wk, a)
         assert _same(r[:n], want_rem[:n]) and _same(a[:n], want_att[:n]), advance
+        assert _same([upto], [nxt(n, t2, r, rate, blk)]), advance  # the next completion of the rows advanced
         assert r[-1] == r_last and a[-1] == a_last
         r[n:], a[n:] = want_rem[n:], want_att[n:]
         got = nxt(len(r), t2, r, rate, blk)
@@ -81,7 +82,7 @@ def test_the_array_loops_give_the_scalar_floats(seed):
     assert engine._next_completion_np(0, t, rem, rate, blk) == math.inf
 
 
-def _replay(policy: str, monkeypatch, *, arrays: bool, compiled: bool):
+def _replay(policy: str, monkeypatch, *, arrays: bool, compiled: bool, check: bool = True):
     monkeypatch.setattr(engine, "ARRAYS", arrays)
     if compiled:
         _kernels()
@@ -91,7 +92,7 @@ def _replay(policy: str, monkeypatch, *, arrays: bool, compiled: bool):
     specs = map_jobs(load_philly(PHILLY, start="2017-10-09 06:00", limit=60), seed=2, restart_penalty=30.0,
                      preemption_penalty=300.0)
     cfg = SimConfig(training_servers=2, inference_servers=3, interval=300.0, load=load_load_curve(QPS),
-                    tiresias_threshold=600.0, check=True)
+                    tiresias_threshold=600.0, check=check)
     res = simulate(specs, get_policy(policy), cfg)
     return dataclasses.replace(res, decide_ms=[])
 
@@ -103,9 +104,13 @@ def test_a_replay_with_time_in_arrays_is_the_scalar_replay(policy, monkeypatch):
         pytest.skip("packing not available")
     scalar = _replay(policy, monkeypatch, arrays=False, compiled=False)
     assert scalar.counters["rounds"] > 10
-    assert _replay(policy, monkeypatch, arrays=True, compiled=False) == scalar
+    # with check (rows compared with the records at every advance, the next completion kept since the advance
+    # with the one found again) and without (the next completion kept is taken)
+    for check in (True, False):
+        assert _replay(policy, monkeypatch, arrays=True, compiled=False, check=check) == scalar
     try:
         _kernels()
     except pytest.skip.Exception:
         return
-    assert _replay(policy, monkeypatch, arrays=True, compiled=True) == scalar
+    for check in (True, False):
+        assert _replay(policy, monkeypatch, arrays=True, compiled=True, check=check) == scalar
