@@ -359,6 +359,7 @@ class _Sim:
         self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._b1 = (np.zeros(cap) for _ in range(7))
         # per row: the largest size the job is shown with (self.top), 1.0 while it runs as a packing guest
         self._top, self._gst = np.zeros(cap), np.zeros(cap)
+        self._idx = np.zeros(cap, np.int64)  # per row: the job's arrival index
         self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
         self._quiet_reads = type(policy).quiet_round is not _BasePolicy.quiet_round
         self._next: tuple[float, float] | None = None  # (t, the next completion at t) until a row changes
@@ -633,6 +634,7 @@ class _Sim:
                 self._rem[k] = j.remaining
                 self._att[k] = j.attained
                 self._top[k] = self.top[i]
+                self._idx[k] = i
             self._put(j)
 
     def _run_remove(self, i: int, j: SimJob) -> None:
@@ -649,7 +651,8 @@ class _Sim:
                 mv = self._slot_jobs[last]
                 self._slot_jobs[k] = mv
                 mv.slot = k
-                for a in (self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._top, self._gst):
+                for a in (self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._top, self._gst,
+                          self._idx):
                     a[k] = a[last]
             self._slot_jobs.pop()
             j.slot = -1
@@ -689,10 +692,11 @@ class _Sim:
         n = len(self._slot_jobs)
         return bool(self._gst[:n].any()), bool((self._wk[:n] == self._top[:n]).all())
 
-    def row_work(self) -> list[float] | None:
-        """The running jobs' remaining work of now by row (``j.slot``), or ``None`` when their records hold it
-        (synced since the last advance, or no arrays). O(running jobs) in C."""
-        return None if self._fresh else self._rem[:len(self._slot_jobs)].tolist()
+    def running_rows(self) -> tuple[list[SimJob], np.ndarray, np.ndarray, np.ndarray]:
+        """The running jobs by row, and views of their rows' arrival indices, workers and remaining work of now
+        (read-only to the caller). O(1)."""
+        n = len(self._slot_jobs)
+        return self._slot_jobs, self._idx[:n], self._wk[:n], self._rem[:n]
 
     def sync_jobs(self, jobs) -> None:
         """Bring the ``remaining`` of these jobs only up to now from the arrays (:meth:`sync` for a few)."""
@@ -707,8 +711,8 @@ class _Sim:
         if {j.idx for j in self._slot_jobs} != self.running:
             raise DecisionRejected("the rows of running jobs are not the running jobs")
         for k, j in enumerate(self._slot_jobs):
-            got = (self._rt[k], self._blk[k], self._wk[k], self._gst[k], self._top[k], j.slot)
-            want = (j.rate, j.blocked, j.workers, j.host is not None, self.top[j.idx], k)
+            got = (self._rt[k], self._blk[k], self._wk[k], self._gst[k], self._top[k], self._idx[k], j.slot)
+            want = (j.rate, j.blocked, j.workers, j.host is not None, self.top[j.idx], j.idx, k)
             if self._fresh:
                 got, want = got + (self._rem[k], self._att[k]), want + (j.remaining, j.attained)
             if got != want:

@@ -91,14 +91,34 @@ class SizesKept:
         self.version: int | None = None
         self.verdict: bool | None = None
         self.pending: list | None = None
+        # with the engine's arrays: kept's sizes and works by job (-1: none found), whether each job is elastic
+        self._kw: np.ndarray | None = None
+        self._kr: np.ndarray | None = None
+        self._el: np.ndarray | None = None
+
+    def _listed(self, sim) -> list:
+        """The running elastic jobs not found kept at their size and work (:meth:`holds`' listing), in arrival
+        order, from the engine's arrays (:meth:`~.engine._Sim.running_rows`). O(running jobs) in numpy."""
+        if self._kw is None:
+            n = len(sim.jobs)
+            self._kw, self._kr = np.full(n, -1.0), np.zeros(n)
+            self._el = np.fromiter((j.spec.min_workers < j.spec.max_workers for j in sim.jobs), bool, n)
+            for i, (w, r) in self.kept.items():
+                self._kw[i], self._kr[i] = w, r
+        jobs, idx, workers, rem = sim.running_rows()
+        listed = self._el[idx] & ((self._kw[idx] != workers) | (np.maximum(rem, 0.0) > self._kr[idx]))
+        rows = [jobs[k] for k in np.flatnonzero(listed).tolist()]
+        rows.sort(key=_by_arrival)
+        return rows
 
     def holds(self, sim) -> bool:
         """Whether every running elastic job is kept at its size. The jobs not found kept are listed once per
         version of the allocations (:attr:`pending`; one found kept stays so, the class docstring) and only
         their rows computed, with their work of now."""
         rows = self.pending
-        if rows is None:
-            now = sim.row_work()  # the running jobs' work of now by row (None: their records hold it)
+        if rows is None and sim.vec:  # the same listing on the engine's arrays of running jobs
+            rows = self._listed(sim)
+        elif rows is None:
             rows = []
             jobs, kept = sim.jobs, self.kept
             for i in sim.running:
@@ -106,11 +126,10 @@ class SizesKept:
                 sp = j.spec
                 if sp.min_workers < sp.max_workers:
                     seen = kept.get(i)
-                    if seen is None or seen[0] != j.workers or \
-                            max(j.remaining if now is None else now[j.slot], 0.0) > seen[1]:
+                    if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
                         rows.append(j)
             rows.sort(key=_by_arrival)  # in arrival order, as always
-            self.pending = rows
+        self.pending = rows
         if not rows:
             return True
         beaten = self.beaten
@@ -141,6 +160,8 @@ class SizesKept:
         for j, good, top, gain in zip(rows, ok.tolist(), longest.tolist(), fastest.tolist(), strict=True):
             if good and top < TIME_CAP:
                 self.kept[j.idx] = (j.workers, max(j.remaining, 0.0))
+                if self._kw is not None:
+                    self._kw[j.idx], self._kr[j.idx] = self.kept[j.idx]
             else:
                 left.append(j)
                 r = max(j.remaining, 0.0)
