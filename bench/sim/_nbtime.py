@@ -15,10 +15,12 @@ import numpy as np
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def advance(n, t, t2, dt, rem, rate, blk, wk, att):  # pragma: no cover - compiled
-    """Rows ``0..n-1`` from ``t`` to ``t2`` (``dt = t2 - t``): the work of a row past its penalty
+def advance(n, t, t2, dt, st):  # pragma: no cover - compiled
+    """Rows ``0..n-1`` of ``st`` (remaining work, rate, end of penalty, workers, attained service: one array, a
+    row each, one argument to dispatch) from ``t`` to ``t2`` (``dt = t2 - t``): the work of a row past its penalty
     (``s = max(t, blocked) < t2``) less ``rate * (t2 - s)``, its attained service plus ``workers * dt``; returns
     :func:`next_completion` at ``t2`` of the rows advanced."""
+    rem, rate, blk, wk, att = st[0], st[1], st[2], st[3], st[4]
     best = np.inf
     for k in range(n):
         b = blk[k]
@@ -33,8 +35,10 @@ def advance(n, t, t2, dt, rem, rate, blk, wk, att):  # pragma: no cover - compil
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def next_completion(n, t, rem, rate, blk):  # pragma: no cover - compiled
-    """The earliest ``max(t, blocked) + remaining / rate`` of rows ``0..n-1`` (``inf`` when none)."""
+def next_completion(n, t, st):  # pragma: no cover - compiled
+    """The earliest ``max(t, blocked) + remaining / rate`` of rows ``0..n-1`` of ``st`` (:func:`advance`;
+    ``inf`` when none)."""
+    rem, rate, blk = st[0], st[1], st[2]
     best = np.inf
     for k in range(n):
         b = blk[k]

@@ -253,13 +253,15 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
         gc.set_threshold(*before)
 
 
-def _advance_np(n: int, t: float, t2: float, dt: float, rem, rate, blk, wk, att) -> float:
-    """Rows ``0..n-1`` of the arrays of running jobs from ``t`` to ``t2`` (``dt = t2 - t``), in place: the work of
+def _advance_np(n: int, t: float, t2: float, dt: float, st: np.ndarray) -> float:
+    """Rows ``0..n-1`` of the arrays of running jobs ``st`` (remaining work, rate, end of penalty, workers,
+    attained service: a row each) from ``t`` to ``t2`` (``dt = t2 - t``), in place: the work of
     a row past its penalty (``s = max(t, blocked) < t2``) less ``rate * (t2 - s)`` (the others less ``rate *
     0.0``, which leaves them as they are: the work is never ``-0.0``), the attained service plus ``workers * dt``;
     element by element the scalar loop's floats (:meth:`_Sim._advance_jobs`). Returns
     :func:`_next_completion_np` at ``t2`` of the rows advanced. The numpy twin of :func:`._nbtime.advance`.
     O(n)."""
+    rem, rate, blk, wk, att = st
     d = np.maximum(blk[:n], t)  # max(t, blocked)
     np.subtract(t2, d, out=d)
     np.maximum(d, 0.0, out=d)
@@ -269,12 +271,13 @@ def _advance_np(n: int, t: float, t2: float, dt: float, rem, rate, blk, wk, att)
     np.multiply(wk[:n], dt, out=d)
     a = att[:n]
     np.add(a, d, out=a)
-    return _next_completion_np(n, t2, rem, rate, blk)
+    return _next_completion_np(n, t2, st)
 
 
-def _next_completion_np(n: int, t: float, rem, rate, blk) -> float:
-    """The earliest ``max(t, blocked) + remaining / rate`` of rows ``0..n-1`` (``inf`` when none): the numpy twin
-    of :func:`._nbtime.next_completion`. O(n)."""
+def _next_completion_np(n: int, t: float, st: np.ndarray) -> float:
+    """The earliest ``max(t, blocked) + remaining / rate`` of rows ``0..n-1`` of ``st`` (:func:`_advance_np`;
+    ``inf`` when none): the numpy twin of :func:`._nbtime.next_completion`. O(n)."""
+    rem, rate, blk = st[0], st[1], st[2]
     if not n:
         return math.inf
     f = np.maximum(blk[:n], t)
@@ -356,7 +359,9 @@ class _Sim:
         self.vec = ARRAYS and not self.modelled
         cap = max(1, len(self.specs)) if self.vec else 1
         self._slot_jobs: list[SimJob] = []
-        self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._b1 = (np.zeros(cap) for _ in range(7))
+        self._st = np.zeros((5, cap))  # remaining work, rate, end of penalty, workers, attained service
+        self._rem, self._rt, self._blk, self._wk, self._att = self._st
+        self._thr, self._b1 = np.zeros(cap), np.zeros(cap)
         # per row: the largest size the job is shown with (self.top), 1.0 while it runs as a packing guest
         self._top, self._gst = np.zeros(cap), np.zeros(cap)
         self._idx = np.zeros(cap, np.int64)  # per row: the job's arrival index
@@ -490,8 +495,7 @@ class _Sim:
                 j = self._slot_jobs[k]
                 segments.append((j.spec.id, float(s[k]), t2, j.rate))
         nb = self._kernels()
-        best = (_advance_np if nb is None else nb.advance)(n, t, t2, dt, self._rem, self._rt, self._blk, self._wk,
-                                                          self._att)
+        best = (_advance_np if nb is None else nb.advance)(n, t, t2, dt, self._st)
         self._next = (t2, float(best))  # the next completion at t2 while no row changes
 
     def _advance_jobs(self, t: float, t2: float, dt: float) -> None:
@@ -516,8 +520,7 @@ class _Sim:
             if got is not None and got[0] == t and not self.cfg.check:  # found by the advance to t, no row
                 return got[1]                                            # changed since
             nb = self._kernels()
-            best = float((_next_completion_np if nb is None else nb.next_completion)(n, t, self._rem, self._rt,
-                                                                                      self._blk))
+            best = float((_next_completion_np if nb is None else nb.next_completion)(n, t, self._st))
             if got is not None and got[0] == t and got[1] != best:
                 raise DecisionRejected(f"t={t}: the next completion kept since the advance, {got[1]!r}, is not "
                                        f"{best!r}")

@@ -69,17 +69,18 @@ def test_the_array_loops_give_the_scalar_floats(seed):
     except pytest.skip.Exception:
         pass
     for advance, nxt in zip(twins[::2], twins[1::2], strict=True):
-        r, a = rem.copy(), att.copy()
+        st = np.stack([rem, rate, blk, wk, att])
+        r, a = st[0], st[4]
         n = len(r) - 1  # a row beyond n is left alone
         r_last, a_last = r[-1], a[-1]
-        upto = advance(n, t, t2, t2 - t, r, rate, blk, wk, a)
+        upto = advance(n, t, t2, t2 - t, st)
         assert _same(r[:n], want_rem[:n]) and _same(a[:n], want_att[:n]), advance
-        assert _same([upto], [nxt(n, t2, r, rate, blk)]), advance  # the next completion of the rows advanced
+        assert _same([upto], [nxt(n, t2, st)]), advance  # the next completion of the rows advanced
         assert r[-1] == r_last and a[-1] == a_last
         r[n:], a[n:] = want_rem[n:], want_att[n:]
-        got = nxt(len(r), t2, r, rate, blk)
+        got = nxt(len(r), t2, st)
         assert _same([got], [want_next]), nxt
-    assert engine._next_completion_np(0, t, rem, rate, blk) == math.inf
+    assert engine._next_completion_np(0, t, np.stack([rem, rate, blk, wk, att])) == math.inf
 
 
 def _replay(policy: str, monkeypatch, *, arrays: bool, compiled: bool, check: bool = True):
