@@ -350,12 +350,13 @@ class _Sim:
         self.index: dict[str, int] = {}
         self.oracles: dict[int, tuple] = {}  # a Pollux-model job's oracle table and what it was computed from
         # Time of the running jobs in arrays (not for the Pollux model, whose epochs are crossed one job at a time):
-        # row ``j.slot`` of each holds a running job's remaining work, rate, end of penalty, workers, attained
-        # service and completion threshold (``1e-9 * max(1, work)``), advanced by numpy, the same IEEE operation
-        # per element as the scalar loop. The arrays hold the truth of ``remaining`` and ``attained`` between
-        # an advance and the next :meth:`sync`; everything that reads or changes a running job (a round, a
-        # completion, a quiet check's value rows, a policy's quiet round) syncs first, and every change to a
-        # running job's rate, penalty or workers is written to its row (:meth:`_put`).
+        # element ``j.slot`` of each holds a running job's remaining work, rate, end of penalty, workers, attained
+        # service, completion threshold (``1e-9 * max(1, work)``), top size, guest flag and arrival index; time
+        # advances by numpy or its compiled twins (._nbtime), the same IEEE operation per element as the scalar
+        # loop. The arrays hold the truth of ``remaining`` and ``attained`` from an advance to the next
+        # :meth:`sync`: a round and a policy's quiet round sync first, the quiet check reads the arrays (and syncs
+        # the rows it computes), a job leaving the arrays gets its values written back; every change to a running
+        # job's rate, penalty, workers or host is written to its row (:meth:`_put`).
         self.vec = ARRAYS and not self.modelled
         cap = max(1, len(self.specs)) if self.vec else 1
         self._slot_jobs: list[SimJob] = []
