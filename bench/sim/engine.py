@@ -351,20 +351,18 @@ class _Sim:
         self.oracles: dict[int, tuple] = {}  # a Pollux-model job's oracle table and what it was computed from
         # Time of the running jobs in arrays (not for the Pollux model, whose epochs are crossed one job at a time):
         # element ``j.slot`` of each holds a running job's remaining work, rate, end of penalty, workers, attained
-        # service, completion threshold (``1e-9 * max(1, work)``), top size, guest flag and arrival index; time
+        # service, completion threshold (``1e-9 * max(1, work)``) and arrival index; time
         # advances by numpy or its compiled twins (._nbtime), the same IEEE operation per element as the scalar
         # loop. The arrays hold the truth of ``remaining`` and ``attained`` from an advance to the next
         # :meth:`sync`: a round and a policy's quiet round sync first, the quiet check reads the arrays (and syncs
         # the rows it computes), a job leaving the arrays gets its values written back; every change to a running
-        # job's rate, penalty, workers or host is written to its row (:meth:`_put`).
+        # job's rate, penalty or workers is written to its row (:meth:`_put`).
         self.vec = ARRAYS and not self.modelled
         cap = max(1, len(self.specs)) if self.vec else 1
         self._slot_jobs: list[SimJob] = []
         self._st = np.zeros((5, cap))  # remaining work, rate, end of penalty, workers, attained service
         self._rem, self._rt, self._blk, self._wk, self._att = self._st
         self._thr, self._b1 = np.zeros(cap), np.zeros(cap)
-        # per row: the largest size the job is shown with (self.top), 1.0 while it runs as a packing guest
-        self._top, self._gst = np.zeros(cap), np.zeros(cap)
         self._idx = np.zeros(cap, np.int64)  # per row: the job's arrival index
         self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
         self._quiet_reads = type(policy).quiet_round is not _BasePolicy.quiet_round
@@ -637,7 +635,6 @@ class _Sim:
                 self._thr[k] = 1e-9 * max(1.0, j.spec.work)
                 self._rem[k] = j.remaining
                 self._att[k] = j.attained
-                self._top[k] = self.top[i]
                 self._idx[k] = i
             self._put(j)
 
@@ -655,23 +652,20 @@ class _Sim:
                 mv = self._slot_jobs[last]
                 self._slot_jobs[k] = mv
                 mv.slot = k
-                for a in (self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._top, self._gst,
-                          self._idx):
+                for a in (self._rem, self._rt, self._blk, self._wk, self._att, self._thr, self._idx):
                     a[k] = a[last]
             self._slot_jobs.pop()
             j.slot = -1
 
     def _put(self, j: SimJob) -> None:
-        """Write a running job's rate, end of penalty, workers and whether it is a packing guest to its row of the
-        arrays (its work and attained service live there from :meth:`_run_add` on); nothing for a job without a
-        row."""
+        """Write a running job's rate, end of penalty and workers to its row of the arrays (its work and attained
+        service live there from :meth:`_run_add` on); nothing for a job without a row."""
         k = j.slot
         if k >= 0:
             self._next = None
             self._rt[k] = j.rate
             self._blk[k] = j.blocked
             self._wk[k] = j.workers
-            self._gst[k] = j.host is not None
 
     def remaining(self, j: SimJob) -> float:
         """``j``'s remaining work now, synced or not (from its row while it has one). O(1)."""
@@ -687,14 +681,6 @@ class _Sim:
         for j, r, a in zip(self._slot_jobs, self._rem[:n].tolist(), self._att[:n].tolist(), strict=True):
             j.remaining = r
             j.attained = a
-
-    def guests_and_top(self) -> tuple[bool, bool] | None:
-        """(whether a running job is a packing guest, whether every running job holds its largest shown size),
-        read off the arrays; ``None`` without arrays. O(running jobs) in numpy."""
-        if not self.vec:
-            return None
-        n = len(self._slot_jobs)
-        return bool(self._gst[:n].any()), bool((self._wk[:n] == self._top[:n]).all())
 
     def running_rows(self) -> tuple[list[SimJob], np.ndarray, np.ndarray, np.ndarray]:
         """The running jobs by row, and views of their rows' arrival indices, workers and remaining work of now
@@ -715,8 +701,8 @@ class _Sim:
         if {j.idx for j in self._slot_jobs} != self.running:
             raise DecisionRejected("the rows of running jobs are not the running jobs")
         for k, j in enumerate(self._slot_jobs):
-            got = (self._rt[k], self._blk[k], self._wk[k], self._gst[k], self._top[k], self._idx[k], j.slot)
-            want = (j.rate, j.blocked, j.workers, j.host is not None, self.top[j.idx], j.idx, k)
+            got = (self._rt[k], self._blk[k], self._wk[k], self._idx[k], j.slot)
+            want = (j.rate, j.blocked, j.workers, j.idx, k)
             if self._fresh:
                 got, want = got + (self._rem[k], self._att[k]), want + (j.remaining, j.attained)
             if got != want:

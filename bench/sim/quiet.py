@@ -33,19 +33,13 @@ def _verdict(sim) -> bool | None:
     """Quiet (True) or not (False) whatever the jobs' work, or None: quiet iff the kept sizes hold."""
     pol = sim.policy
     jobs, top = sim.jobs, sim.top
-    rows = sim.guests_and_top()  # the engine's arrays of running jobs
-    if rows is not None:
-        guests, at_top = rows
-        if guests:  # guests are queued in the snapshot
+    at_top = True
+    for i in sim.running:
+        j = jobs[i]
+        if j.host is not None:  # guests are queued in the snapshot
             return False
-    else:
-        at_top = True
-        for i in sim.running:
-            j = jobs[i]
-            if j.host is not None:
-                return False
-            if at_top and j.workers != top[i]:
-                at_top = False
+        if at_top and j.workers != top[i]:
+            at_top = False
     if at_top and pol.consolidates():  # a spread job may be moved onto fewer servers (steps/place.py)
         G = sim.cluster.G
         at_top = all(len(jobs[i].placement or ()) <= -(-jobs[i].workers // G) for i in sim.running)  # 1 GPU each
