@@ -17,7 +17,7 @@ class SimJob:
 
     __slots__ = ("spec", "idx", "remaining", "placement", "workers", "rate", "blocked", "attained", "start",
                  "end", "resume_penalty", "preemptions", "scalings", "train_gpus", "inf_gpus", "host", "packed",
-                 "model", "epoch", "level", "alloc", "alloc_since", "shared", "seg")
+                 "model", "epoch", "level", "alloc", "alloc_since", "shared", "seg", "slot")
 
     def __init__(self, spec: SimJobSpec, idx: int) -> None:
         self.spec, self.idx = spec, idx
@@ -46,6 +46,7 @@ class SimJob:
         self.epoch = 0
         self.level = 0.0 if spec.model is None else self._level()
         self.seg: tuple[float, float, float] = (0.0, 0.0, self.remaining)  # engine's round_epochs segment
+        self.slot = -1  # its row of the engine's arrays of running jobs (engine._Sim._run_add), -1 when none
 
     def _level(self) -> float:
         m = self.model

@@ -69,22 +69,50 @@ class SizesKept:
     shrinks: ``value(c) - value(w) = R (1 / rate(w) - 1 / rate(c)) + restart_penalty`` does not decrease
     as ``R`` does (no time at the cap, rates fixed by ``w``), so the margin found once, far above
     rounding, still holds. Such jobs are remembered and their rows not computed again.
+
+    The other way round, a job found not kept at size ``c`` stays so while ``R`` stays large: with
+    ``g = max_w (1 / rate(c) - 1 / rate(w))`` and ``u = max_w 1 / rate(w)`` (read off its row, times over
+    ``R``), ``R g >= pen (1 + 1e-6) + 1e-6 (1 + R u)`` makes ``value(c) - value(w)`` negative by far more than
+    rounding for the fastest ``w``, below the margin (no time at the cap). Such a job makes the check false
+    without a table (:attr:`beaten`); below that work its row is computed again.
     """
 
     def __init__(self) -> None:
         self.kept: dict[int, tuple[int, float]] = {}  # job -> (size, remaining work) found kept
+        self.beaten: dict[int, tuple[int, float, float, float]] = {}  # job -> (size, g, u, pen) found not kept
         # is_quiet's memo for one version of the engine's allocations: its verdict, and the running elastic
         # jobs (in arrival order) not found kept (None: not listed yet)
         self.version: int | None = None
         self.verdict: bool | None = None
         self.pending: list | None = None
+        # with the engine's arrays: kept's sizes and works by job (-1: none found), whether each job is elastic
+        self._kw: np.ndarray | None = None
+        self._kr: np.ndarray | None = None
+        self._el: np.ndarray | None = None
+
+    def _listed(self, sim) -> list:
+        """The running elastic jobs not found kept at their size and work (:meth:`holds`' listing), in arrival
+        order, from the engine's arrays (:meth:`~.engine._Sim.running_rows`). O(running jobs) in numpy."""
+        if self._kw is None:
+            n = len(sim.jobs)
+            self._kw, self._kr = np.full(n, -1.0), np.zeros(n)
+            self._el = np.fromiter((j.spec.min_workers < j.spec.max_workers for j in sim.jobs), bool, n)
+            for i, (w, r) in self.kept.items():
+                self._kw[i], self._kr[i] = w, r
+        jobs, idx, workers, rem = sim.running_rows()
+        listed = self._el[idx] & ((self._kw[idx] != workers) | (np.maximum(rem, 0.0) > self._kr[idx]))
+        rows = [jobs[k] for k in np.flatnonzero(listed).tolist()]
+        rows.sort(key=_by_arrival)
+        return rows
 
     def holds(self, sim) -> bool:
         """Whether every running elastic job is kept at its size. The jobs not found kept are listed once per
         version of the allocations (:attr:`pending`; one found kept stays so, the class docstring) and only
         their rows computed, with their work of now."""
         rows = self.pending
-        if rows is None:
+        if rows is None and sim.vec:  # the same listing on the engine's arrays of running jobs
+            rows = self._listed(sim)
+        elif rows is None:
             rows = []
             jobs, kept = sim.jobs, self.kept
             for i in sim.running:
@@ -95,9 +123,17 @@ class SizesKept:
                     if seen is None or seen[0] != j.workers or max(j.remaining, 0.0) > seen[1]:
                         rows.append(j)
             rows.sort(key=_by_arrival)  # in arrival order, as always
-            self.pending = rows
+        self.pending = rows
         if not rows:
             return True
+        beaten = self.beaten
+        for j in rows:  # one job surely not kept decides (the class docstring)
+            b = beaten.get(j.idx)
+            if b is not None and b[0] == j.workers:
+                r = max(sim.remaining(j), 0.0)
+                if r * b[1] >= b[3] * (1.0 + 1e-6) + 1e-6 * (1.0 + r * b[2]) and r * b[2] < 0.5 * TIME_CAP:
+                    return False
+        sim.sync_jobs(rows)
         opts = [JobOptions(sim.throughput(j.spec.app), j.spec.min_workers, j.spec.max_workers,
                            max(j.remaining, 0.0), 1, j.workers, j.spec.restart_penalty) for j in rows]
         table = value_table(opts, server_gpus=sim.cluster.G, backend="numpy")
@@ -112,11 +148,18 @@ class SizesKept:
         longest = np.abs(table.times).max(axis=1)
         margin = 1e-6 * (1.0 + np.abs(table.times[:, 0]) + longest + pen)
         ok = held - values.max(axis=1) > margin
+        # per row: g and u times the work (T(c) - the shortest time, the longest time), for the jobs not kept
+        fastest = table.times[np.arange(n), at] - table.times.min(axis=1)
         left = []
-        for j, good, top in zip(rows, ok.tolist(), longest.tolist(), strict=True):
+        for j, good, top, gain in zip(rows, ok.tolist(), longest.tolist(), fastest.tolist(), strict=True):
             if good and top < TIME_CAP:
                 self.kept[j.idx] = (j.workers, max(j.remaining, 0.0))
+                if self._kw is not None:
+                    self._kw[j.idx], self._kr[j.idx] = self.kept[j.idx]
             else:
                 left.append(j)
+                r = max(j.remaining, 0.0)
+                if not good and gain > 0.0 and r > 0.0 and top < TIME_CAP:
+                    beaten[j.idx] = (j.workers, gain / r, top / r, j.spec.restart_penalty)
         self.pending = left
         return bool(ok.all())

@@ -48,6 +48,7 @@ def _replay_comparing(monkeypatch, specs, pol, cfg) -> int:
     compared = [0]
 
     def checked(self, t):
+        self.sync()  # the running jobs' work of now, out of the engine's arrays (the round syncs first too)
         kept, self.shown = self.shown, {}
         cluster = self.cluster
         fresh_servers = list(cluster.training) + (cluster.lendable() if self.policy.loan else [])

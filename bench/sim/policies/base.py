@@ -35,7 +35,7 @@ class View(Protocol):
 
     cfg: Any  # the SimConfig
     cluster: Any  # the .cluster.Cluster
-    active: Mapping[int, Any]  # queued or running jobs (.jobs.SimJob) by arrival index
+    active: Mapping[int, Any]  # queued or running jobs (.jobs.SimJob) by arrival index, in arrival order
     packing: Sequence[PackingGroup]  # the last decision's packing groups
 
     options: Any  # the snapshot options (lyra_solver.Options)
@@ -151,13 +151,27 @@ class Policy:
     def snapshot(self, view: View, t: float, state: Any) -> tuple[Snapshot, set[int]]:
         """The round's snapshot and the running jobs (arrival indices) it shows as queued (default: none)."""
         servers, reclaim = self.servers(view)
-        active, shown = view.active, view.shown
+        shown = view.shown
         jobs = []
-        for i in sorted(active):  # self.job, the shown struct's case inlined (most jobs, every round)
-            j = active[i]
+        add = jobs.append
+        # in arrival order (the engine's ``active`` is); self.job, the shown struct's case inlined (most jobs,
+        # every round), and _again's with the same placement too (a running job: its work and attained service)
+        for i, j in view.active.items():
             last = shown.get(j.spec.id)
-            jobs.append(self.job(view, i, j) if last is None or j.model is not None else
-                        _again(last, j.remaining, j.placement, j.attained))
+            if last is None or j.model is not None:
+                add(self.job(view, i, j))
+                continue
+            remaining, placement, attained = j.remaining, j.placement, j.attained
+            if last.placement is not placement:
+                add(_again(last, remaining, placement, attained))
+            elif last.remaining_work is remaining and (last.attained_service is attained
+                                                       or last.attained_service == attained):
+                add(last)
+            else:
+                job = last.__copy__()
+                _force(job, "remaining_work", 0.0 if remaining < 0.0 else remaining)
+                _force(job, "attained_service", attained)
+                add(job)
         return self.build(view, t, servers, jobs, reclaim), set()
 
     def build(self, view: View, t: float, servers: Sequence, jobs: list[Job], reclaim: int) -> Snapshot:
