@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third pass: the simulator's rounds and the 100,000-GPU round (issue 24)",
+    Section("Speed, third and fourth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
             path="docs/bench/speed.md"),
     Section("MCKP speed: cold start and 10 seeds per class", module="lyra_solver.bench.mckp_speed",
             quick_args=("--quick", "--no-header"), full_args=("--no-header",),
@@ -76,24 +76,26 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "2026-12-02 18:26-18:28 UTC, the same runs: 253 -> 781, 183 -> 300, 346 -> 475 req/s at concurrency 8 from "
      "1 to 2 workers (1.37-3.09x; 1.45-2.04x at 14:47 UTC on the earlier host) (section Service)", "met"),
     (24, "the 10,000-job Philly run under `lyra` (64 + 32 servers) in at most 8 s on 2 cores",
-     "2026-12-03 15:45 UTC at load 1-2, `lyra-solver simulate --max-work 0 --trace ../shared/data/philly/philly.csv "
-     "--limit 10000 --load ../shared/data/alibaba/genai_qps.csv --training-servers 64 --inference-servers 32 "
-     "--interval 300 --policy lyra`, two runs each, alternately: 40.5-41.2 s wall before, 25.1-25.8 s after "
-     "(decide 28.8-29.1 -> 17.7-18.1 s, p50 2.12 -> 1.28 ms a round); the same summary.json (section Speed, third "
-     "pass)", "not met (1.6x faster, 3.2x off)"),
+     "2026-12-03 17:59-18:03 UTC at load 0.5-1, `lyra-solver simulate --max-work 0 --trace "
+     "../shared/data/philly/philly.csv --limit 10000 --load ../shared/data/alibaba/genai_qps.csv --training-servers "
+     "64 --inference-servers 32 --interval 300 --policy lyra`, two runs each, alternately with `main` (`c810c06`): "
+     "25.5-25.7 s wall before, 18.4-18.9 s after (16.5-16.9 CPU s in the replay; decide 13.0-13.3 s, p50 0.92-0.93 ms "
+     "a round; the simulator 4.1 s); 40.5-41.2 s before the third pass; the same summary.json and CSVs (section "
+     "Speed, third and fourth passes)", "not met (1.37x faster this pass; 2.3x off)"),
     (24, "the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores",
-     "2026-12-03 15:47 UTC at load 1-2, the command of section Simulation, Speed: 134 s wall, 132.6 s user (129.9 "
-     "CPU s in the replay, decide 99.4 s of it, p50 1.22 ms a round); before 3.6 minutes (216 s user) on "
-     "2026-11-30 and 252.7 CPU s today at load 2-4; the same summary.json and CSVs (section Speed, third pass)",
-     "not met (2.2x off)"),
+     "2026-12-03 18:03 UTC at load 0.5-1, the command of section Simulation, Speed: 92.4 s wall, 92.1 s user (89.0 "
+     "CPU s in the replay, decide 69.4 s of it, p50 0.86 ms a round; 402 MB peak); 134 s at the third pass, 3.6 "
+     "minutes on 2026-11-30; the same summary.json and CSVs (section Speed, third and fourth passes)",
+     "not met (1.5x off)"),
     (24, "decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm",
-     "2026-12-03 15:46 UTC at load 1-2, `decide(snap, allocation=\"exact\")` on `lyra-solver bench decide "
-     "--servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls, two runs each: 0.456-0.464 s before, "
-     "0.368-0.382 s after (section Speed, third pass)", "not met (3.7x off)"),
+     "2026-12-03 18:01 UTC at load 0.5-1, `decide(snap, allocation=\"exact\")` on `lyra-solver bench decide "
+     "--servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls, two runs each: 0.420-0.424 s before "
+     "(`c810c06`), 0.166-0.170 s after (admit 46, decision 39, place 24, scale 21, index view 12 ms); 0.456-0.464 s "
+     "before the third pass (section Speed, third and fourth passes)", "not met (2.5x faster this pass; 1.7x off)"),
     (24, "parse and validation of that snapshot at most 0.15 s",
-     "the same runs, `io.parse_snapshot`: 0.358-0.364 s before (0.49 s when the issue was written), 0.118-0.123 s "
-     "after; other generated snapshots of that size (seeds 2-5, 30-80% running) at 16:10 UTC: median 0.125-0.130 s, "
-     "worst 0.133 s (section Speed, third pass)", "met"),
+     "the same runs, `io.parse_snapshot`: 0.124-0.128 s (0.123 s before; 0.358-0.364 s before the third pass, 0.49 s "
+     "when the issue was written); other generated snapshots of that size (seeds 2-5, 30-80% running) at the third "
+     "pass: median 0.125-0.130 s, worst 0.133 s (section Speed, third and fourth passes)", "met"),
     (25, "best objective at least 1.3x lower mean JCT than `tiresias` on the Pollux workloads (our simulator)",
      "2026-12-03 11:54-12:02 UTC at 92f9355, `lyra-solver simulate --pollux-workload 1..8 --preset pollux-artifact` "
      "against the artifact's exact Tiresias: `lyra --objective hesrpt` (hull greedy) 1.43x geometric mean, 1.44x "
