@@ -34,6 +34,18 @@ _SHIFT = np.uint64(58)
 _ZERO = np.uint64(0)
 
 
+@numba.njit(cache=True, nogil=True)
+def _offsets(keys, count, n):  # pragma: no cover - compiled
+    """Where each key's run starts when the first ``count`` entries of ``keys`` (each in ``0..n-1``) are
+    grouped by key in a stable counting sort: ``n + 1`` offsets, the last ``count``. O(count + n)."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for e in range(count):
+        ptr[keys[e] + 1] += 1
+    for k in range(n):
+        ptr[k + 1] += ptr[k]
+    return ptr
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _ctz(low):  # pragma: no cover - compiled
     """Index of the single set bit of the uint64 ``low``."""
@@ -270,11 +282,7 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
                                  ent_cnt, given, 1)
         spare[k] = tot - min_w[d]
     # entries per server, in increasing donor (job) order
-    host_ptr = np.zeros(S + 1, dtype=np.int64)
-    for e in range(E):
-        host_ptr[ent_srv[e] + 1] += 1
-    for s in range(S):
-        host_ptr[s + 1] += host_ptr[s]
+    host_ptr = _offsets(ent_srv, E, S)
     fill = host_ptr[:S].copy()
     host_ent = np.empty(E, dtype=np.int64)
     for e in range(E):
@@ -531,11 +539,7 @@ def bfd_place(free, loaned, job_workers, job_base, gpw, cur_job, cur_server, cur
     C = cur_job.shape[0]
     left_free = free.astype(np.int64)
     # ---- keep current workers up to the new count (per job: loaned last, most workers first, then index)
-    kept_ptr = np.zeros(J + 1, dtype=np.int64)
-    for i in range(C):
-        kept_ptr[cur_job[i] + 1] += 1
-    for j in range(J):
-        kept_ptr[j + 1] += kept_ptr[j]
+    kept_ptr = _offsets(cur_job, C, J)
     fill = kept_ptr[:J].copy()
     k_srv = np.empty(C, dtype=np.int64)
     k_cnt = np.empty(C, dtype=np.int64)

@@ -1869,6 +1869,25 @@ def _value_of(values, pos):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _face_window(first, md, zc, zkey, nz, target, max_classes):  # pragma: no cover - compiled
+    """The face fills' classes and window (twin of ``core._face_window``): ``o``, the order of the ``nz`` classes
+    with a move (``zc``) by their smallest move (``zkey``; ties by class, the listing's order), ``nc`` of them
+    taken (at most ``max_classes``); ``half``, the window's reach either side (offsets ``-half .. target +
+    half``: at least ``target``, 64 and the largest move taken; moves of class ``i`` are ``md[first[i]:first[i +
+    1]]``); ``nbits``, the window's width."""
+    o = np.argsort(zkey[:nz], kind="mergesort")
+    nc = min(nz, max_classes)
+    half = max(target, 64)
+    for t in range(nc):
+        i = zc[o[t]]
+        for e in range(first[i], first[i + 1]):
+            ad = md[e] if md[e] > 0 else -md[e]
+            if ad > half:
+                half = ad
+    return o, nc, half, target + 2 * half + 1
+
+
+@numba.njit(cache=True, nogil=True)
 def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits, max_classes,
               layers, lam_up, lam_dn):  # pragma: no cover - compiled
     """Twin of ``core._face_fill_numpy``: a choice of weight exactly ``capacity`` made of the LP items and moves
@@ -1931,16 +1950,7 @@ def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain
             zkey[nz] = small
             nz += 1
     first[n] = c
-    o = np.argsort(zkey[:nz], kind="mergesort")  # smallest move first; ties by class (the listing's order)
-    nc = min(nz, max_classes)
-    half = max(target, 64)  # the window: offsets -half .. target + half, half at least the largest move taken
-    for t in range(nc):
-        i = zc[o[t]]
-        for e in range(first[i], first[i + 1]):
-            ad = md[e] if md[e] > 0 else -md[e]
-            if ad > half:
-                half = ad
-    nbits = target + 2 * half + 1
+    o, nc, half, nbits = _face_window(first, md, zc, zkey, nz, target, max_classes)
     if nbits > max_bits:
         return empty
     nw = (nbits + 63) // 64
@@ -2084,16 +2094,7 @@ def _face_fill_loss1(weights, values, sizes, lp_pos, base_w, base_v, target, dw_
             zkey[nz] = small
             nz += 1
     first[n] = c
-    o = np.argsort(zkey[:nz], kind="mergesort")
-    nc = min(nz, max_classes)
-    half = max(target, 64)
-    for t in range(nc):
-        i = zc[o[t]]
-        for e in range(first[i], first[i + 1]):
-            ad = md[e] if md[e] > 0 else -md[e]
-            if ad > half:
-                half = ad
-    nbits = target + 2 * half + 1
+    o, nc, half, nbits = _face_window(first, md, zc, zkey, nz, target, max_classes)
     if nbits > max_bits:
         return empty
     nw = (nbits + 63) // 64

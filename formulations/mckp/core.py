@@ -739,6 +739,24 @@ def _face_fill(prep: _Prepared, problem: MCKPProblem, use_numba: bool = False, l
     return pos if pos.shape[0] else None
 
 
+def _face_window(moves: np.ndarray, d: np.ndarray, target: int) -> tuple[np.ndarray, int, int] | None:
+    """The classes of a face fill and its window of offsets: the classes with a move (``moves[i, j]``: item ``j``
+    is a move, of weight change ``d[i, j]``), smallest move first (ties by class), at most
+    :data:`FACE_CLASSES`; ``half``, the window's reach either side (at least ``target``, the largest move taken
+    and 64); ``nbits``, the window's width. ``None`` when no class has a move or the window is wider than
+    :data:`FACE_BITS`. The twin of the kernels' ``_face_window``. O(n m)."""
+    cls = np.flatnonzero(moves.any(axis=1))
+    if cls.shape[0] == 0:
+        return None
+    smallest = np.where(moves[cls], np.abs(d[cls]), np.iinfo(np.int64).max).min(axis=1)
+    cls = cls[np.argsort(smallest, kind="stable")][:FACE_CLASSES]
+    half = max(target, int(np.abs(np.where(moves[cls], d[cls], 0)).max()), 64)
+    nbits = target + 2 * half + 1
+    if nbits > FACE_BITS:
+        return None
+    return cls, half, nbits
+
+
 def _face_fill_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None:
     """Phase 2, integral values: a solution on the LP's optimal face that fills the capacity exactly, which
     reaches the LP bound (so it is optimal), else the one of these that comes closest below the capacity.
@@ -783,15 +801,10 @@ def _face_fill_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None
     edge = (prep.lam_up == alpha) | (prep.lam_dn == alpha) if alpha > 0.0 else np.ones(n, dtype=np.bool_)
     zero = edge[:, None] & (cols < problem.sizes[:, None]) & (cols != lp.lp_pos[:, None]) & (d != 0) & \
         (a == bb) & (np.abs(a) < 2.0**52) & (np.abs(bb) < 2.0**52)
-    cls = np.flatnonzero(zero.any(axis=1))
-    if cls.shape[0] == 0:
+    window = _face_window(zero, d, target)
+    if window is None:
         return None
-    smallest = np.where(zero[cls], np.abs(d[cls]), np.iinfo(np.int64).max).min(axis=1)
-    cls = cls[np.argsort(smallest, kind="stable")][:FACE_CLASSES]
-    half = max(target, int(np.abs(np.where(zero[cls], d[cls], 0)).max()), 64)
-    nbits = target + 2 * half + 1
-    if nbits > FACE_BITS:
-        return None
+    cls, half, nbits = window
     mask = (1 << nbits) - 1
     sets = [1 << half]
     tbit = target + half
@@ -851,15 +864,10 @@ def _face_fill_loss1_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray 
     cols = np.arange(m)[None, :]
     ok = (cols < problem.sizes[:, None]) & (cols != lp.lp_pos[:, None]) & (d != 0) & (np.abs(mw) < 2.0**52) & \
         ((loss == 0.0) | (loss == 1.0))
-    cls = np.flatnonzero(ok.any(axis=1))
-    if cls.shape[0] == 0:
+    window = _face_window(ok, d, target)
+    if window is None:
         return None
-    smallest = np.where(ok[cls], np.abs(d[cls]), np.iinfo(np.int64).max).min(axis=1)
-    cls = cls[np.argsort(smallest, kind="stable")][:FACE_CLASSES]
-    half = max(target, int(np.abs(np.where(ok[cls], d[cls], 0)).max()), 64)
-    nbits = target + 2 * half + 1
-    if nbits > FACE_BITS:
-        return None
+    cls, half, nbits = window
     mask = (1 << nbits) - 1
     s0, s1 = [1 << half], [1 << half]
     tbit = target + half
