@@ -35,6 +35,19 @@ _ZERO = np.uint64(0)
 
 
 @numba.njit(cache=True, nogil=True)
+def _note_change(s, dlt, trial, ch_mark, change, ch_list, nch):  # pragma: no cover - compiled
+    """Add ``dlt`` free GPUs to server ``s``'s change in this ``trial`` (its change starts at 0 and ``s`` joins
+    ``ch_list`` the first time the trial touches it); returns the servers listed. O(1)."""
+    if ch_mark[s] != trial:
+        ch_mark[s] = trial
+        change[s] = 0
+        ch_list[nch] = s
+        nch += 1
+    change[s] += dlt
+    return nch
+
+
+@numba.njit(cache=True, nogil=True)
 def _offsets(keys, count, n):  # pragma: no cover - compiled
     """Where each key's run starts when the first ``count`` entries of ``keys`` (each in ``0..n-1``) are
     grouped by key in a stable counting sort: ``n + 1`` offsets, the last ``count``. O(count + n)."""
@@ -438,13 +451,7 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
         nch = 0
         for i in range(ns):
             s = t_srv[i]
-            dlt = free[s] - free_old[s]
-            if ch_mark[s] != trial:
-                ch_mark[s] = trial
-                change[s] = 0
-                ch_list[nch] = s
-                nch += 1
-            change[s] += dlt
+            nch = _note_change(s, free[s] - free_old[s], trial, ch_mark, change, ch_list, nch)
         for i in range(ne):
             given[t_ent[i]] = True
         for i in range(nd):
@@ -456,13 +463,7 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
                 c_old = cnt_old[e] if ent_mark[e] == trial else c_new
                 dlt = ((sp_new if sp_new < c_new else c_new) - (sp_old if sp_old < c_old else c_old)) * don_g[k]
                 if dlt != 0:
-                    s = ent_srv[e]
-                    if ch_mark[s] != trial:
-                        ch_mark[s] = trial
-                        change[s] = 0
-                        ch_list[nch] = s
-                        nch += 1
-                    change[s] += dlt
+                    nch = _note_change(ent_srv[e], dlt, trial, ch_mark, change, ch_list, nch)
         total -= n * g
         for i in range(nch):
             s = ch_list[i]

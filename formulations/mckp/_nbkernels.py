@@ -589,6 +589,35 @@ def _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, c
 
 
 @numba.njit(cache=True, nogil=True)
+def _bucket_round(cand, bk, wsum, n_b, lo, hi, weight, used, room, taken):  # pragma: no cover - compiled
+    """One round of the weighted selections (``fit_prefix``, ``_fit_prefix_general``) once the candidates
+    ``cand[lo:hi]`` are bucketed (``bk[t]``: the bucket of ``cand[t]``, higher buckets larger keys; ``wsum[b]``:
+    the weight of bucket ``b``, of ``n_b``): the buckets above the one where ``room`` runs out are taken, that
+    one's candidates kept in ``cand[lo:p]`` in their order. Returns ``(p, used)``; ``p`` is -1 when everything
+    fits (every candidate taken). O(hi - lo + n_b)."""
+    acc = 0
+    bb = -1
+    for b in range(n_b - 1, -1, -1):
+        if used + acc + wsum[b] > room:
+            bb = b
+            break
+        acc += wsum[b]
+    if bb < 0:
+        for t in range(lo, hi):
+            taken[cand[t]] = True
+        return -1, used + acc
+    p = lo
+    for t in range(lo, hi):
+        x = cand[t]
+        if bk[t] > bb:
+            taken[x] = True
+        elif bk[t] == bb:
+            cand[p] = x
+            p += 1
+    return p, used + acc
+
+
+@numba.njit(cache=True, nogil=True)
 def fit_prefix(key, weight, room):  # pragma: no cover - compiled
     """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that fits
     ``room``, as ``(taken, brk, used)``. Weighted selection on the keys' order-preserving 64-bit images (the IEEE
@@ -645,28 +674,10 @@ def fit_prefix(key, weight, room):  # pragma: no cover - compiled
             b = np.int64((u[x] - umin) >> np.uint64(shift))
             bk[t] = b
             wsum[b] += weight[x]
-        acc = 0
-        bb = -1
-        for b in range(n_b - 1, -1, -1):
-            if used + acc + wsum[b] > room:
-                bb = b
-                break
-            acc += wsum[b]
-        if bb < 0:  # everything fits
-            for t in range(lo, hi):
-                taken[cand[t]] = True
-            used += acc
+        p, used = _bucket_round(cand, bk, wsum, n_b, lo, hi, weight, used, room, taken)
+        if p < 0:  # everything fits
             lo = hi
             break
-        p = lo
-        for t in range(lo, hi):
-            x = cand[t]
-            if bk[t] > bb:
-                taken[x] = True
-            elif bk[t] == bb:
-                cand[p] = x
-                p += 1
-        used += acc
         hi = p
     rest = cand[lo:hi]  # in index order (the rounds keep the order)
     order = np.argsort(-key[rest], kind="mergesort")
@@ -734,29 +745,11 @@ def _fit_prefix_general(key, weight, room):  # pragma: no cover - compiled
                     b = n_b - 1
                 buf[t] = b
                 wsum[b] += weight[x]
-            acc = 0
-            bb = -1
-            for b in range(n_b - 1, -1, -1):
-                if used + acc + wsum[b] > room:
-                    bb = b
-                    break
-                acc += wsum[b]
             n_old = hi - lo
-            if bb < 0:  # everything fits
-                for t in range(lo, hi):
-                    taken[cand[t]] = True
-                used += acc
+            p, used = _bucket_round(cand, buf, wsum, n_b, lo, hi, weight, used, room, taken)
+            if p < 0:  # everything fits
                 lo = hi
                 break
-            p = lo
-            for t in range(lo, hi):
-                x = cand[t]
-                if buf[t] > bb:
-                    taken[x] = True
-                elif buf[t] == bb:
-                    cand[p] = x
-                    p += 1
-            used += acc
             hi = p
             use_buckets = 2 * (hi - lo) <= n_old
             continue

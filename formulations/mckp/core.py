@@ -730,13 +730,19 @@ def _face_fill(prep: _Prepared, problem: MCKPProblem, use_numba: bool = False, l
     nb = kernels() if use_numba else None
     if nb is None:
         return (_face_fill_numpy, _face_fill_loss1_numpy)[layers](prep, problem)
+    dw_b, gain, target = _break_edge(prep, problem)
+    pos = nb.face_fill(problem.weights, problem.values, problem.sizes, prep.lp.lp_pos, prep.base_w, prep.base_v,
+                       target, dw_b, gain, FACE_BITS, FACE_CLASSES, layers, prep.lam_up, prep.lam_dn)
+    return pos if pos.shape[0] else None
+
+
+def _break_edge(prep: _Prepared, problem: MCKPProblem) -> tuple[float, float, int]:
+    """The LP's break edge for the face fills: its weight ``dw_b`` and value ``gain`` (the hull edge of the
+    fractional class at its level, as floats) and ``target``, the capacity left over the LP items' weight. O(n)."""
     b, hulls = prep.lp.frac_class, prep.hulls
     s = int(hulls.start[b] + prep.lp.levels[b])
-    pos = nb.face_fill(problem.weights, problem.values, problem.sizes, prep.lp.lp_pos, prep.base_w, prep.base_v,
-                       problem.capacity - int(prep.base_w.sum()), float(hulls.weights[s + 1] - hulls.weights[s]),
-                       float(hulls.values[s + 1] - hulls.values[s]), FACE_BITS, FACE_CLASSES, layers, prep.lam_up,
-                       prep.lam_dn)
-    return pos if pos.shape[0] else None
+    return (float(hulls.weights[s + 1] - hulls.weights[s]), float(hulls.values[s + 1] - hulls.values[s]),
+            problem.capacity - int(prep.base_w.sum()))
 
 
 def _face_window(moves: np.ndarray, d: np.ndarray, target: int) -> tuple[np.ndarray, int, int] | None:
@@ -782,12 +788,8 @@ def _face_fill_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray | None
     (every item when ``alpha <= 0``; the numpy twin reads all ``N`` items) and :math:`O(K B / 64)` word operations
     (``K`` moves of the classes taken, ``B`` bits).
     """
-    lp, hulls = prep.lp, prep.hulls
-    b = lp.frac_class
-    s = int(hulls.start[b] + lp.levels[b])
-    dw_b = float(hulls.weights[s + 1] - hulls.weights[s])
-    gain = float(hulls.values[s + 1] - hulls.values[s])
-    target = problem.capacity - int(prep.base_w.sum())
+    lp = prep.lp
+    dw_b, gain, target = _break_edge(prep, problem)
     if target <= 0:
         return None
     n, m = problem.weights.shape
@@ -848,12 +850,8 @@ def _face_fill_loss1_numpy(prep: _Prepared, problem: MCKPProblem) -> np.ndarray 
     instances whose optimum is the bound less one (100 x 10, seeds 1014 and 1067) the core needed thousands of
     state-item pairs to find it from a guess. Running time as :func:`_face_fill_numpy`'s, twice the words.
     """
-    lp, hulls = prep.lp, prep.hulls
-    b = lp.frac_class
-    s = int(hulls.start[b] + lp.levels[b])
-    dw_b = float(hulls.weights[s + 1] - hulls.weights[s])
-    gain = float(hulls.values[s + 1] - hulls.values[s])
-    target = problem.capacity - int(prep.base_w.sum())
+    lp = prep.lp
+    dw_b, gain, target = _break_edge(prep, problem)
     if target <= 0 or not (gain >= 0.0 and gain < 2.0**52 and gain % dw_b == 0.0):
         return None
     mu = gain / dw_b

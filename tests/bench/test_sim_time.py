@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from lyra_solver.bench.sim import data_dir, engine, get_policy, load_load_curve, load_philly, map_jobs
 from lyra_solver.bench.sim.engine import SimConfig, simulate
-from lyra_solver.bench.sim.policies import packing_available
 
 DATA = data_dir()
 PHILLY = DATA / "philly" / "philly.csv"
@@ -19,7 +18,7 @@ needs_data = pytest.mark.skipif(not PHILLY.exists() or not QPS.exists(), reason=
 
 
 def _kernels():
-    pytest.importorskip("numba")
+    """The compiled twins (numba is a test dependency, the ``[test]`` extra: they are tested, never skipped)."""
     from lyra_solver.bench.sim import _nbtime
 
     return _nbtime
@@ -62,12 +61,8 @@ def _same(a, b) -> bool:
 def test_the_array_loops_give_the_scalar_floats(seed):
     t, t2, rem, rate, blk, wk, att = _rows(seed, 1 + 37 * seed)
     want_rem, want_att, want_next = _scalar(t, t2, rem, rate, blk, wk, att)
-    twins = [engine._advance_np, engine._next_completion_np]
-    try:
-        nb = _kernels()
-        twins += [nb.advance, nb.next_completion]
-    except pytest.skip.Exception:
-        pass
+    nb = _kernels()
+    twins = [engine._advance_np, engine._next_completion_np, nb.advance, nb.next_completion]
     for advance, nxt in zip(twins[::2], twins[1::2], strict=True):
         st = np.stack([rem, rate, blk, wk, att])
         r, a = st[0], st[4]
@@ -101,17 +96,12 @@ def _replay(policy: str, monkeypatch, *, arrays: bool, compiled: bool, check: bo
 @needs_data
 @pytest.mark.parametrize("policy", ["lyra", "elastic", "tiresias", "optimus", "lyra-pack"])
 def test_a_replay_with_time_in_arrays_is_the_scalar_replay(policy, monkeypatch):
-    if policy == "lyra-pack" and not packing_available(get_policy(policy).packing):
-        pytest.skip("packing not available")
     scalar = _replay(policy, monkeypatch, arrays=False, compiled=False)
     assert scalar.counters["rounds"] > 10
     # with check (rows compared with the records at every advance, the next completion kept since the advance
     # with the one found again) and without (the next completion kept is taken)
     for check in (True, False):
         assert _replay(policy, monkeypatch, arrays=True, compiled=False, check=check) == scalar
-    try:
-        _kernels()
-    except pytest.skip.Exception:
-        return
+    _kernels()
     for check in (True, False):
         assert _replay(policy, monkeypatch, arrays=True, compiled=True, check=check) == scalar
