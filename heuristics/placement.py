@@ -13,10 +13,13 @@ algorithms", MIT 1973 (best fit decreasing).
 from __future__ import annotations
 
 import bisect
+import functools
 import time
+from collections.abc import Callable
 from functools import cache
 from itertools import islice
 from types import ModuleType
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 from lyra_solver.formulations._result import Status
@@ -24,11 +27,18 @@ from lyra_solver.formulations.mckp import _numba
 from lyra_solver.formulations.placement import Placement, PlacementProblem, PlacementResult
 from lyra_solver.formulations.vocabulary import Tier
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 #: Jobs (queued ones for admission, moving ones for placement) from which a round loads the package's numba
 #: kernels (:func:`lyra_solver.formulations.mckp._numba.load`) to take the compiled twins
-#: (:mod:`lyra_solver.heuristics._nbadmit`): the Python admission and placement of 20,000 queued jobs on 5,000
-#: servers take about 0.15 s a round, the loading (once per process, from numba's disk cache) about 1 s.
-LOAD_MIN_JOBS = 20_000
+#: (:mod:`lyra_solver.heuristics._nbadmit`) in a process that has not loaded them: the loading (once per process,
+#: from numba's disk cache) costs 0.3-1 s, which the Python admission and placement of one round cost from about
+#: 200,000 jobs on (50,000 queued jobs on 12,500 servers: about 0.3 s). Smaller rounds run the Python twins and
+#: charge their time to the process's ski rental (:func:`charges_twins`), which loads the kernels for the later
+#: rounds of a process that has spent as much as the loading costs (``_numba.LOAD_AFTER_S``); a long-running
+#: server or the simulator loads them at its start.
+LOAD_MIN_JOBS = 200_000
 
 #: Jobs below which the Python twins run even when the kernels are loaded: the compiled call's fixed cost (the
 #: arrays in, the dicts out) is more than the Python loop's on a few dozen jobs.
@@ -50,9 +60,26 @@ def compiled(n_jobs: int, free: np.ndarray) -> ModuleType | None:
     """
     if n_jobs < COMPILED_MIN_JOBS or int(free.max(initial=0)) > DENSE_MAX:
         return None
-    if not _numba.loaded() and (n_jobs < LOAD_MIN_JOBS or not _numba.load()):
+    if not _numba.loaded() and (not (n_jobs >= LOAD_MIN_JOBS or _numba.want(0)) or not _numba.load()):
         return None
     return _kernels()
+
+
+def charges_twins(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``func`` (a step or heuristic that may take the compiled twins, see :func:`compiled`) charging the time of
+    a call that ran without the kernels loaded to the process's ski rental (:func:`_numba.charge`, as the MCKP's
+    numpy path does): once a process has spent about what loading them costs, its next round loads them. A call
+    with the kernels loaded pays one check."""
+    @functools.wraps(func)
+    def charged(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if _numba.loaded():
+            return func(*args, **kwargs)
+        start = time.perf_counter()
+        out = func(*args, **kwargs)
+        if not _numba.loaded():
+            _numba.charge(time.perf_counter() - start)
+        return out
+    return charged
 
 
 @cache
@@ -184,6 +211,7 @@ class FreeIndex:
 TRAINING, LOANED = Tier.TRAINING, Tier.LOANED  # placement tiers (lyra_solver.formulations.vocabulary)
 
 
+@charges_twins
 def best_fit_decreasing(problem: PlacementProblem, *, keep_current: bool = True,
                         evaluate: bool = True) -> PlacementResult:
     """Place every job's workers, best fit decreasing (``solve_placement(problem, method="bfd")``).

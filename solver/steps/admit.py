@@ -28,7 +28,7 @@ from operator import attrgetter
 import numpy as np
 from lyra_solver.formulations.vocabulary import ServerKind, Tier
 from lyra_solver.heuristics.donation import Donation
-from lyra_solver.heuristics.placement import FreeIndex, compiled
+from lyra_solver.heuristics.placement import FreeIndex, charges_twins, compiled
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.objectives import JOINT_ADMISSION
 from lyra_solver.steps._state import Admitted, Cluster, RoundState, Settings, remember_used, usable_servers, used_gpus
@@ -39,6 +39,7 @@ __all__ = ["ADMIT_TIERS", "admit"]
 ADMIT_TIERS = (Tier.TRAINING, Tier.LOANED, Tier.BORROWED)  # base demand prefers training servers
 
 
+@charges_twins
 def admit(state: RoundState, settings: Settings) -> Admitted:
     """Base demand of the queued jobs in queue order (``settings.queue``), then by donation. Nobody is admitted
     here when the objective admits in its own knapsack (:data:`lyra_solver.objectives.JOINT_ADMISSION`): the

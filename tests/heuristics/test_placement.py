@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 from hypothesis import given, settings
@@ -211,3 +212,35 @@ def test_compiled_bfd_comparison_sees_every_case():
             assert fast.placement.per_job == python.placement.per_job
             seen.add((str(python.status), keep))
     assert {("feasible", False), ("no_solution", False), ("feasible", True)} <= seen
+
+
+def test_a_round_loads_the_twins_only_when_it_pays(monkeypatch):
+    """Ski rental (:func:`lyra_solver.heuristics.placement.compiled`): in a process without the kernels loaded, a
+    round under ``LOAD_MIN_JOBS`` runs the Python twins (a one-shot call does not pay the loading) and charges
+    its time (:func:`charges_twins`); once the charges reach what loading costs, the next round loads them. A
+    process with them loaded takes them from ``COMPILED_MIN_JOBS`` on."""
+    from lyra_solver.formulations.mckp import _numba
+    from lyra_solver.heuristics import placement as hp
+
+    state = {"loaded": False, "spent": 0.0, "loads": 0}
+
+    def load():
+        state["loads"] += 1
+        state["loaded"] = True
+        return True
+
+    monkeypatch.setattr(_numba, "loaded", lambda: state["loaded"])
+    monkeypatch.setattr(_numba, "load", load)
+    monkeypatch.setattr(_numba, "want", lambda n: state["spent"] >= _numba.LOAD_AFTER_S)
+    monkeypatch.setattr(_numba, "charge", lambda s: state.__setitem__("spent", state["spent"] + s))
+    free = np.full(4, 8, np.int64)
+    assert hp.compiled(hp.LOAD_MIN_JOBS - 1, free) is None and state["loads"] == 0
+    twin = hp.charges_twins(lambda: time.sleep(0.01) or "python")
+    assert twin() == "python" and state["spent"] >= 0.01  # the Python twin's time is charged
+    state["spent"] = _numba.LOAD_AFTER_S  # a process that has spent what loading costs
+    assert hp.compiled(hp.COMPILED_MIN_JOBS, free) is not None and state["loads"] == 1
+    spent = state["spent"]
+    assert twin() == "python" and state["spent"] == spent  # loaded: nothing charged
+    assert hp.compiled(hp.COMPILED_MIN_JOBS - 1, free) is None  # a tiny round: the Python twin
+    state.update(loaded=False, spent=0.0)
+    assert hp.compiled(hp.LOAD_MIN_JOBS, free) is not None and state["loads"] == 2  # one round that pays alone
