@@ -26,7 +26,6 @@ preemption cost, JCT-reduction values, knapsack-driven scaling).
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import gc
 import logging
@@ -231,21 +230,46 @@ def _check_ages(snapshot: Snapshot, objective: str) -> None:
                              f"over each job's age (now - submit_time)")
 
 
+#: The last round's options and overrides and the settings read from them (:func:`_settings`): a simulator passes
+#: the same ``Options`` object and keyword arguments every round. One entry, replaced as a whole (a tuple).
+_last_settings: tuple = (None, None, None)
+
+
+def _settings(snapshot: Snapshot, overrides: tuple) -> dict:
+    """:func:`settings_of`'s fields (a dict: the caller adds the round's own) for the snapshot's options and the
+    keyword arguments ``overrides`` (name, value pairs), read once per distinct options object and overrides: the
+    same values, and the same :class:`InputError` for a bad one (which is never kept)."""
+    opts, kept, fields = _last_settings
+    if opts is snapshot.options and kept == overrides:
+        return dict(fields)
+    fields = vars(settings_of(snapshot, **dict(overrides)))
+    globals()["_last_settings"] = (snapshot.options, overrides, dict(fields))
+    return dict(fields)
+
+
 def _decide(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placement, packing, time_limit,
             timings: bool, backend: str, deterministic: bool, packing_policy, keep_packing, objective) -> Decision:
     """The round on a snapshot taken as valid (options still checked); ``t0``: when the call began."""
-    settings = settings_of(snapshot, queue=queue, allocation=allocation, reclaim=reclaim,
-                           placement=placement, packing=packing, time_limit=time_limit, backend=backend,
-                           packing_policy=packing_policy, objective=objective)
-    if settings.objective != OBJECTIVES[0]:
-        _check_ages(snapshot, settings.objective)
+    fields = _settings(snapshot, (("queue", queue), ("allocation", allocation), ("reclaim", reclaim),
+                                  ("placement", placement), ("packing", packing), ("time_limit", time_limit),
+                                  ("backend", backend), ("packing_policy", packing_policy),
+                                  ("objective", objective)))
+    if fields["objective"] != OBJECTIVES[0]:
+        _check_ages(snapshot, fields["objective"])
     # the exact steps share the round's time limit (each gets what is left), or use deterministic limits
-    settings = dataclasses.replace(settings, deterministic=bool(deterministic), deadline=t0 + settings.time_limit,
-                                   keep_packing=tuple(keep_packing))
-    state = RoundState(Cluster.of(snapshot))
+    fields.update(deterministic=bool(deterministic), deadline=t0 + fields["time_limit"],
+                  keep_packing=tuple(keep_packing))
+    settings = Settings(**fields)
+    # each step's result added to the state so far (a new RoundState each time, built from the results by name:
+    # what dataclasses.replace does, without its pass over the fields)
+    done = {"cluster": Cluster.of(snapshot)}
+    state = RoundState(**done)
+    logged = log.isEnabledFor(logging.INFO)
     for name, step in STEPS:
-        state = dataclasses.replace(state, **{name: step(state, settings)})
-        _log_step(name, state, settings)
+        done[name] = step(state, settings)
+        state = RoundState(**done)
+        if logged:
+            _log_step(name, state, settings)
     decision = pack(state, settings)
     if timings:  # step 6 included
         summary = msgspec.structs.replace(decision.summary, time_s=round(time.perf_counter() - t0, 6))
