@@ -101,6 +101,13 @@ SERVER_ROUND_WORK = 4
 #: The collector's threshold for its youngest generation during a replay (:func:`simulate`; Python's default 700).
 GC_YOUNG = 50_000
 
+#: Replays of at least this many jobs load the package's numba kernels before their first round
+#: (:func:`lyra_solver.formulations.mckp._numba.load`) instead of by the ski rental's rule, after half a second
+#: of numpy-path solves: such a replay decides thousands of rounds, so the load (about 0.5-0.9 s) is paid in any
+#: case, and its first rounds then take the compiled twins too. Smaller replays (a 600-job slice, a Pollux
+#: workload) keep the ski rental. The decisions are the same on either path.
+PRELOAD_JOBS = 5_000
+
 #: Keep the running jobs' time in arrays (:class:`_Sim`, not for the Pollux model); ``False`` runs the scalar loops
 #: for every replay (the reference the tests compare the arrays with).
 ARRAYS = True
@@ -242,6 +249,8 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
     """
     check_config(config)
     check_specs(specs, config)
+    if len(specs) >= PRELOAD_JOBS and not os.environ.get("LYRA_SIM_NUMPY"):
+        _mckp_numba.load()
     # the replay allocates small containers by the million (rows, tuples, dicts of a round) and keeps few: the
     # collector's youngest generation examined every GC_YOUNG allocations instead of every 700 (the 10,000-job
     # run: 940 collections, 0.48 CPU s, against 10, 0.15 s); restored after the replay
