@@ -373,6 +373,7 @@ class _Sim:
         self._rem, self._rt, self._blk, self._wk, self._att = self._st
         self._thr, self._b1 = np.zeros(cap), np.zeros(cap)
         self._idx = np.zeros(cap, np.int64)  # per row: the job's arrival index
+        self._top: np.ndarray | None = None  # self.top as an array (top_rows)
         self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
         self._quiet_reads = type(policy).quiet_round is not _BasePolicy.quiet_round
         self._next: tuple[float, float] | None = None  # (t, the next completion at t) until a row changes
@@ -696,6 +697,14 @@ class _Sim:
         (read-only to the caller). O(1)."""
         n = len(self._slot_jobs)
         return self._slot_jobs, self._idx[:n], self._wk[:n], self._rem[:n]
+
+    def top_rows(self) -> np.ndarray:
+        """:attr:`top` as an array by arrival index (made on the first call; read-only to the caller). O(1) after
+        the first call."""
+        top = self._top
+        if top is None:
+            top = self._top = np.array(self.top, np.float64)
+        return top
 
     def sync_jobs(self, jobs) -> None:
         """Bring the ``remaining`` of these jobs only up to now from the arrays (:meth:`sync` for a few)."""

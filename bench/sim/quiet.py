@@ -33,13 +33,19 @@ def _verdict(sim) -> bool | None:
     """Quiet (True) or not (False) whatever the jobs' work, or None: quiet iff the kept sizes hold."""
     pol = sim.policy
     jobs, top = sim.jobs, sim.top
-    at_top = True
-    for i in sim.running:
-        j = jobs[i]
-        if j.host is not None:  # guests are queued in the snapshot
-            return False
-        if at_top and j.workers != top[i]:
-            at_top = False
+    # guests are queued in the snapshot; a job is a guest only while the last decision packed (a round after one
+    # that packed carries out every job, and a guest not packed again leaves its host), which ``check`` verifies
+    if sim.packing or sim.cfg.check:
+        for i in sim.running:
+            if jobs[i].host is not None:
+                if not sim.packing:
+                    raise AssertionError(f"job {jobs[i].spec.id} is a packing guest after a round that packed none")
+                return False
+    if sim.vec:  # the running jobs' workers in their rows (the engine's arrays), against their largest sizes
+        _, idx, workers, _ = sim.running_rows()
+        at_top = bool((workers == sim.top_rows()[idx]).all())
+    else:
+        at_top = all(jobs[i].workers == top[i] for i in sim.running)
     if at_top and pol.consolidates():  # a spread job may be moved onto fewer servers (steps/place.py)
         G = sim.cluster.G
         at_top = all(len(jobs[i].placement or ()) <= -(-jobs[i].workers // G) for i in sim.running)  # 1 GPU each
