@@ -46,3 +46,17 @@ def next_completion(n, t, st):  # pragma: no cover - compiled
         if f < best:
             best = f
     return best
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def due(n, t, st, thr, out):  # pragma: no cover - compiled
+    """The rows ``0..n-1`` of ``st`` (:func:`advance`) whose job completes at ``t``: past its penalty
+    (``blocked <= t``) with its work within its threshold ``thr`` or below what the clock resolves
+    (``remaining / rate + t <= t``). Writes their indices, ascending, to ``out[:m]`` and returns ``m``."""
+    rem, rate, blk = st[0], st[1], st[2]
+    m = 0
+    for k in range(n):
+        if blk[k] <= t and (rem[k] <= thr[k] or rem[k] / rate[k] + t <= t):
+            out[m] = k
+            m += 1
+    return m

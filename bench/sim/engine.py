@@ -294,6 +294,17 @@ def _next_completion_np(n: int, t: float, st: np.ndarray) -> float:
     return float(f.min())
 
 
+def _due_np(n: int, t: float, st: np.ndarray, thr: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The rows ``0..n-1`` of ``st`` (:func:`_advance_np`) whose job completes at ``t`` (:meth:`_Sim._complete`):
+    not held back by its penalty (``blocked <= t``) and its work within its threshold ``thr`` or below what the
+    clock resolves (``remaining / rate + t <= t``); their indices, ascending. ``q``: scratch of at least ``n``.
+    The numpy twin of :func:`._nbtime.due`. O(n)."""
+    rem, q = st[0, :n], q[:n]
+    np.divide(rem, st[1, :n], out=q)
+    np.add(q, t, out=q)
+    return np.flatnonzero((st[2, :n] <= t) & ((rem <= thr[:n]) | (q <= t)))
+
+
 def _time_kernels():
     """:mod:`._nbtime`, imported once (``None`` when numba cannot be imported)."""
     try:
@@ -372,6 +383,7 @@ class _Sim:
         self._st = np.zeros((5, cap))  # remaining work, rate, end of penalty, workers, attained service
         self._rem, self._rt, self._blk, self._wk, self._att = self._st
         self._thr, self._b1 = np.zeros(cap), np.zeros(cap)
+        self._out = np.zeros(cap, np.int64)  # scratch: the rows of the jobs completing (._nbtime.due)
         self._idx = np.zeros(cap, np.int64)  # per row: the job's arrival index
         self._top: np.ndarray | None = None  # self.top as an array (top_rows)
         self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
@@ -585,11 +597,12 @@ class _Sim:
         jobs = self.jobs
         n = len(self._slot_jobs)
         if n:  # the arrays: not held back, and the work within its threshold or below what the clock resolves
-            rem, q = self._rem[:n], self._b1[:n]  # scratch
-            np.divide(rem, self._rt[:n], out=q)
-            np.add(q, t, out=q)
-            due = (self._blk[:n] <= t) & ((rem <= self._thr[:n]) | (q <= t))
-            finished = [self._slot_jobs[k].idx for k in np.flatnonzero(due).tolist()]
+            nb = self._kernels()
+            if nb is None:
+                rows = _due_np(n, t, self._st, self._thr, self._b1).tolist()
+            else:
+                rows = self._out[:nb.due(n, t, self._st, self._thr, self._out)].tolist()
+            finished = [self._slot_jobs[k].idx for k in rows]
         for i in () if self.vec else self.running:
             j = jobs[i]
             if j.blocked > t and (j.remaining >= j.level or not rounded or j.model is None):

@@ -78,6 +78,31 @@ def test_the_array_loops_give_the_scalar_floats(seed):
     assert engine._next_completion_np(0, t, np.stack([rem, rate, blk, wk, att])) == math.inf
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_the_completions_found_by_the_twins_are_the_same(seed):
+    """engine._due_np and its compiled twin _nbtime.due pick the same rows, in order, and each is the scalar rule
+    of _complete: past the penalty, with the work within its threshold or below what the clock resolves."""
+    rng = np.random.default_rng(100 + seed)
+    n = 1 + 41 * seed
+    t = (1000.0, 9.4e6, 3.0e7)[seed % 3]  # late in a replay the clock resolves a few nanoseconds at best
+    blk = rng.choice([0.0, t, t + 1.0, t - 1e-6, np.nextafter(t, np.inf)], size=n)
+    work = rng.uniform(1.0, 1e7, n)
+    work[rng.random(n) < 0.3] = 1.0  # a second's job: work left past its threshold that the clock cannot resolve
+    thr = 1e-9 * np.maximum(1.0, work)
+    rem = rng.choice([1.0, 1e-9, 1e-12, 1e-15, 0.0, -1e-12], size=n) * work * rng.choice([1.0, 0.5, 1.5], size=n)
+    at = rng.random(n) < 0.1
+    rem[at] = thr[at]  # exactly at the threshold
+    rate = rng.uniform(0.01, 5000.0, n)
+    st = np.stack([rem, rate, blk, np.ones(n), np.zeros(n)])
+    want = [k for k in range(n - 1) if blk[k] <= t and (rem[k] <= thr[k] or t + rem[k] / rate[k] <= t)]
+    got_np = engine._due_np(n - 1, t, st, thr, np.zeros(n)).tolist()
+    out = np.full(n, -1, np.int64)
+    m = _kernels().due(n - 1, t, st, thr, out)
+    assert got_np == want and out[:m].tolist() == want and (out[m:] == -1).all()
+    clock = [k for k in want if rem[k] > thr[k]]  # due only because the clock cannot resolve the time left
+    assert (0 < len(clock) < len(want) < n - 1) or n < 300 or t < 1e6  # every kind of row drawn, late and large
+
+
 def _replay(policy: str, monkeypatch, *, arrays: bool, compiled: bool, check: bool = True):
     monkeypatch.setattr(engine, "ARRAYS", arrays)
     if compiled:
