@@ -60,3 +60,22 @@ def due(n, t, st, thr, out):  # pragma: no cover - compiled
             out[m] = k
             m += 1
     return m
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def unkept(n, idx, wk, rem, elastic, kept_w, kept_r, out):  # pragma: no cover - compiled
+    """The rows ``0..n-1`` of the running jobs (arrival indices ``idx``, workers ``wk``, remaining work ``rem``)
+    of an elastic job not found kept at its size and work (:class:`.quiet.SizesKept`: ``kept_w``, ``kept_r`` by
+    arrival index; -1: none found): ``kept_w != workers`` or ``max(remaining, 0) > kept_r``. Writes their
+    indices, ascending, to ``out[:m]`` and returns ``m``."""
+    m = 0
+    for k in range(n):
+        i = idx[k]
+        if elastic[i]:
+            r = rem[k]
+            if r < 0.0:
+                r = 0.0
+            if kept_w[i] != wk[k] or r > kept_r[i]:
+                out[m] = k
+                m += 1
+    return m

@@ -54,6 +54,14 @@ def _verdict(sim) -> bool | None:
     return None if pol.skips_kept_sizes() and not sim.modelled else False
 
 
+def _unkept_np(idx: np.ndarray, wk: np.ndarray, rem: np.ndarray, elastic: np.ndarray, kept_w: np.ndarray,
+               kept_r: np.ndarray) -> np.ndarray:
+    """The rows of the running jobs (arrival indices ``idx``, workers ``wk``, remaining work ``rem``: the engine's
+    rows) of an elastic job not found kept at its size and work (``kept_w``, ``kept_r`` by arrival index, -1: none
+    found); their indices, ascending. The numpy twin of :func:`._nbtime.unkept`. O(len(idx))."""
+    return np.flatnonzero(elastic[idx] & ((kept_w[idx] != wk) | (np.maximum(rem, 0.0) > kept_r[idx])))
+
+
 def _by_arrival(j) -> int:
     return j.idx
 
@@ -95,6 +103,7 @@ class SizesKept:
         self._kw: np.ndarray | None = None
         self._kr: np.ndarray | None = None
         self._el: np.ndarray | None = None
+        self._out: np.ndarray | None = None  # scratch: the rows listed (._nbtime.unkept)
 
     def _listed(self, sim) -> list:
         """The running elastic jobs not found kept at their size and work (:meth:`holds`' listing), in arrival
@@ -103,11 +112,17 @@ class SizesKept:
             n = len(sim.jobs)
             self._kw, self._kr = np.full(n, -1.0), np.zeros(n)
             self._el = np.fromiter((j.spec.min_workers < j.spec.max_workers for j in sim.jobs), bool, n)
+            self._out = np.zeros(n, np.int64)
             for i, (w, r) in self.kept.items():
                 self._kw[i], self._kr[i] = w, r
         jobs, idx, workers, rem = sim.running_rows()
-        listed = self._el[idx] & ((self._kw[idx] != workers) | (np.maximum(rem, 0.0) > self._kr[idx]))
-        rows = [jobs[k] for k in np.flatnonzero(listed).tolist()]
+        nb = sim._kernels()  # the compiled twin once the package's kernels are loaded
+        if nb is None:
+            found = _unkept_np(idx, workers, rem, self._el, self._kw, self._kr).tolist()
+        else:
+            found = self._out[:nb.unkept(len(idx), idx, workers, rem, self._el, self._kw, self._kr,
+                                         self._out)].tolist()
+        rows = [jobs[k] for k in found]
         rows.sort(key=_by_arrival)
         return rows
 

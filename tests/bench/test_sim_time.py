@@ -103,6 +103,30 @@ def test_the_completions_found_by_the_twins_are_the_same(seed):
     assert (0 < len(clock) < len(want) < n - 1) or n < 300 or t < 1e6  # every kind of row drawn, late and large
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_the_unkept_rows_found_by_the_twins_are_the_same(seed):
+    """quiet._unkept_np and its compiled twin _nbtime.unkept list the same rows, in order: those of an elastic job
+    not found kept at its size (another size, or none found: -1) or at a work at least its own."""
+    from lyra_solver.bench.sim import quiet
+
+    rng = np.random.default_rng(200 + seed)
+    jobs, n = 50 + 97 * seed, 1 + 83 * seed
+    idx = rng.permutation(jobs)[:n].astype(np.int64)
+    wk = rng.integers(1, 9, n).astype(np.float64)
+    rem = rng.choice([-1e-12, 0.0, 5.0, 1e3, 1e6], size=n) * rng.choice([1.0, 1.0000001], size=n)
+    elastic = rng.random(jobs) < 0.7
+    kept_w = np.where(rng.random(jobs) < 0.2, -1.0, rng.integers(1, 9, jobs).astype(np.float64))
+    kept_w[idx] = np.where(rng.random(n) < 0.6, wk, kept_w[idx])  # most at their size: the work decides
+    kept_r = rng.choice([0.0, 5.0, 1e3, 1e6], size=jobs)
+    want = [k for k in range(n) if elastic[idx[k]] and (kept_w[idx[k]] != wk[k] or max(rem[k], 0.0) > kept_r[idx[k]])]
+    out = np.full(jobs, -1, np.int64)
+    m = _kernels().unkept(n, idx, wk, rem, elastic, kept_w, kept_r, out)
+    assert quiet._unkept_np(idx, wk, rem, elastic, kept_w, kept_r).tolist() == want
+    assert out[:m].tolist() == want and (out[m:] == -1).all()
+    by_work = [k for k in want if kept_w[idx[k]] == wk[k]]  # listed for their work alone
+    assert (0 < len(by_work) < len(want) < n) or n < 100
+
+
 def _replay(policy: str, monkeypatch, *, arrays: bool, compiled: bool, check: bool = True):
     monkeypatch.setattr(engine, "ARRAYS", arrays)
     if compiled:
