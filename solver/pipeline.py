@@ -230,30 +230,35 @@ def _check_ages(snapshot: Snapshot, objective: str) -> None:
                              f"over each job's age (now - submit_time)")
 
 
-#: The last round's options and overrides and the settings read from them (:func:`_settings`): a simulator passes
-#: the same ``Options`` object and keyword arguments every round. One entry, replaced as a whole (a tuple).
+#: The keyword arguments of :func:`decide` that :func:`settings_of` reads, in :func:`_settings`' order.
+_OVERRIDES = ("queue", "allocation", "reclaim", "placement", "packing", "time_limit", "backend", "packing_policy",
+              "objective")
+
+#: The last round's options, overrides (values and their types) and the settings read from them (:func:`_settings`):
+#: a simulator passes the same ``Options`` object and keyword arguments every round. One entry, replaced whole.
 _last_settings: tuple = (None, None, None)
 
 
-def _settings(snapshot: Snapshot, overrides: tuple) -> dict:
+def _settings(snapshot: Snapshot, values: tuple) -> dict:
     """:func:`settings_of`'s fields (a dict: the caller adds the round's own) for the snapshot's options and the
-    keyword arguments ``overrides`` (name, value pairs), read once per distinct options object and overrides: the
-    same values, and the same :class:`InputError` for a bad one (which is never kept)."""
+    keyword arguments :data:`_OVERRIDES` of ``values``, read once per distinct options object and overrides
+    (equal values of the same types: ``1`` and ``True`` are not the same time limit): the same values, and the
+    same :class:`InputError` for a bad one (which is never kept)."""
+    global _last_settings
+    key = (values, tuple(map(type, values)))
     opts, kept, fields = _last_settings
-    if opts is snapshot.options and kept == overrides:
+    if opts is snapshot.options and kept == key:
         return dict(fields)
-    fields = vars(settings_of(snapshot, **dict(overrides)))
-    globals()["_last_settings"] = (snapshot.options, overrides, dict(fields))
+    fields = vars(settings_of(snapshot, **dict(zip(_OVERRIDES, values, strict=True))))
+    _last_settings = (snapshot.options, key, dict(fields))
     return dict(fields)
 
 
 def _decide(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placement, packing, time_limit,
             timings: bool, backend: str, deterministic: bool, packing_policy, keep_packing, objective) -> Decision:
     """The round on a snapshot taken as valid (options still checked); ``t0``: when the call began."""
-    fields = _settings(snapshot, (("queue", queue), ("allocation", allocation), ("reclaim", reclaim),
-                                  ("placement", placement), ("packing", packing), ("time_limit", time_limit),
-                                  ("backend", backend), ("packing_policy", packing_policy),
-                                  ("objective", objective)))
+    fields = _settings(snapshot, (queue, allocation, reclaim, placement, packing, time_limit, backend, packing_policy,
+                                  objective))
     if fields["objective"] != OBJECTIVES[0]:
         _check_ages(snapshot, fields["objective"])
     # the exact steps share the round's time limit (each gets what is left), or use deterministic limits

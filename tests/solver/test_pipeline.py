@@ -186,6 +186,39 @@ def test_decide_built_still_checks_its_arguments():
     assert err.value.path == "keep_packing"
 
 
+def test_the_settings_read_once_are_settings_of_for_each_call(monkeypatch):
+    """_decide reads a round's settings once per options object and overrides (pipeline._settings): every call
+    still runs on settings_of's values with its own deadline, and an override equal to the last one's but of
+    another type (True for 1) or outside its vocabulary is refused as settings_of refuses it, after a good call."""
+    import dataclasses
+
+    from lyra_solver.errors import InputError
+    from lyra_solver.pipeline import decide_built, settings_of
+    from lyra_solver.steps import STEPS
+
+    snap = io.parse_snapshot(io.encode(generate_snapshot(servers=2, jobs=3, seed=0)))
+    seen = []
+    name, first = STEPS[0]
+
+    def spy(state, settings):
+        seen.append(settings)
+        return first(state, settings)
+
+    monkeypatch.setattr("lyra_solver.pipeline.STEPS", ((name, spy),) + tuple(STEPS[1:]))
+    for kw in ({}, {"queue": "fifo"}, {"queue": "fifo"}, {"time_limit": 1}, {"time_limit": 1.0}, {}):
+        decide_built(snap, deterministic=True, **kw)
+        want = dataclasses.replace(settings_of(snap, **kw), deterministic=True, deadline=seen[-1].deadline)
+        assert seen[-1] == want and type(seen[-1].time_limit) is type(want.time_limit), kw
+    assert len({s.deadline for s in seen}) == len(seen)  # each round its own deadline
+    decide_built(snap, time_limit=1)
+    with pytest.raises(InputError) as err:
+        decide_built(snap, time_limit=True)
+    assert err.value.path == "time_limit"
+    with pytest.raises(InputError) as err:
+        decide_built(snap, queue="Fifo")
+    assert err.value.path == "queue"
+
+
 def test_used_gpus_of_a_step_result_is_kept_read_only_and_right():
     """:func:`lyra_solver.steps._state.used_gpus` keeps its answer for a placement tuple (a step's result) on the
     cluster: the same array for the same tuple, read-only, equal to the sum it stands for; a list (a step's
