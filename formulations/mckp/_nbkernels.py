@@ -36,14 +36,84 @@ def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, y
     yV = np.empty(size, dtype=np.float64)
     yP = np.empty(size, dtype=np.int64)
     yI = np.empty(size, dtype=np.int64)
+    lagS = np.empty(max(W.shape[0], 1), dtype=np.float64)
     cnt, best_v, best_p, best_j = _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd,
-                                              yd, mod_g, mod_r, oW, oV, oP, oI, yW, yV, yP, yI)
+                                              yd, mod_g, mod_r, oW, oV, oP, oI, yW, yV, yP, yI, lagS)
     return oW[:cnt].copy(), oV[:cnt].copy(), oP[:cnt].copy(), oI[:cnt].copy(), best_v, best_p, best_j
 
 
 @numba.njit(cache=True, nogil=True)
+def _front_first(W, V, lagS, S, loss, d_w, d_v, thr_lag, fW, fV, fP, fI):  # pragma: no cover - compiled
+    """The considered candidates of item 0 (states shifted by ``(d_w, d_v)`` whose Lagrangian value less ``loss``
+    exceeds ``thr_lag``) into ``fW, fV, fP, fI``; they are a front already (the states' values increase with
+    their weights). Returns their count."""
+    nf = 0
+    for h in range(S):
+        if lagS[h] - loss > thr_lag:
+            fW[nf] = W[h] + d_w
+            fV[nf] = V[h] + d_v
+            fP[nf] = h
+            fI[nf] = 0
+            nf += 1
+    return nf
+
+
+@numba.njit(cache=True, nogil=True)
+def _front_merge(W, V, lagS, S, loss, d_w, d_v, thr_lag, j, fW, fV, fP, fI, nf, gW, gV, gP, gI):  # pragma: no cover
+    """One merge of ``_step_merge``: the front ``fW[:nf], ...`` with item ``j``'s considered candidates, into ``gW,
+    gV, gP, gI`` (by weight; on equal weights the larger value, on a tie the front's: the lower item; kept what
+    rises above the running largest value). Returns the new front's length."""
+    h = 0
+    while h < S and not (lagS[h] - loss > thr_lag):
+        h += 1
+    p = 0
+    ng = 0
+    run_max = -np.inf
+    while p < nf or h < S:
+        if h >= S:
+            w = fW[p]
+            v = fV[p]
+            ph = fP[p]
+            pj = fI[p]
+            p += 1
+        else:
+            cw = W[h] + d_w
+            if p < nf and fW[p] <= cw:
+                w = fW[p]
+                v = fV[p]
+                ph = fP[p]
+                pj = fI[p]
+                p += 1
+                if w == cw:  # equal weights: the larger value, on a tie the front's (lower item)
+                    cv = V[h] + d_v
+                    if cv > v:
+                        v = cv
+                        ph = h
+                        pj = j
+                    h += 1
+                    while h < S and not (lagS[h] - loss > thr_lag):
+                        h += 1
+            else:
+                w = cw
+                v = V[h] + d_v
+                ph = h
+                pj = j
+                h += 1
+                while h < S and not (lagS[h] - loss > thr_lag):
+                    h += 1
+        if v > run_max:
+            run_max = v
+            gW[ng] = w
+            gV[ng] = v
+            gP[ng] = ph
+            gI[ng] = pj
+            ng += 1
+    return ng
+
+
+@numba.njit(cache=True, nogil=True)
 def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r, oW, oV, oP,
-                oI, yW, yV, yP, yI):  # pragma: no cover - compiled
+                oI, yW, yV, yP, yI, lagS):  # pragma: no cover - compiled
     """``step`` into the caller's buffers (``oW, oV, oP, oI``, at least ``S k`` entries each); returns ``(count,
     best_v, best_p, best_j)``. The incumbent first (per item, the heaviest state that fits has the largest value);
     then the Pareto front of the considered candidates (``core.step_numpy``'s Lagrangian pre-test), built one item
@@ -58,7 +128,11 @@ def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu
     the two lists by weight (on equal weights the larger value, on equal values the earlier list: the lower item)
     and keeps what rises above the running largest value. Work ``sum_j (|F_{j-1}| + |C_j|)``, one comparison
     per element (a k-way merge, the kernel before, compared ``k`` list heads per candidate: about 10% slower on
-    the weakly 10,000 x 10 searches). ``yW, yV, yP, yI``: scratch of at least ``S k`` entries, as the outputs."""
+    the weakly 10,000 x 10 searches). ``yW, yV, yP, yI``: scratch of at least ``S k`` entries, as the outputs;
+    ``lagS``: scratch of at least ``S`` entries. The fronts alternate between the two sets of buffers by explicit
+    calls of two small kernels, not inlined (no swap of array variables; the swaps and the scratch allocation
+    cost about 0.3 microseconds per step, as much as a 100 x 10 search's small steps themselves: 0.33 -> 0.14
+    microseconds at 4 states and 5 items; inlined, the helpers took 0.6)."""
     S = W.shape[0]
     k = dw.shape[0]
     best_v = z
@@ -79,80 +153,24 @@ def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu
     thr_lag = thr
     if mod_g > 1:
         thr_lag = thr + float((mod_r - np.int64(np.ceil(thr))) % mod_g)
-    lagS = np.empty(S, dtype=np.float64)
     for h in range(S):
         lagS[h] = V[h] + alpha * float(cap - W[h])
     # the front of the first j lists, in the buffers that make the last merge land in the output
     nf = 0
-    swap = (k - 1) % 2 == 1
-    if swap:
-        fW, fV, fP, fI, gW, gV, gP, gI = yW, yV, yP, yI, oW, oV, oP, oI
-    else:
-        fW, fV, fP, fI, gW, gV, gP, gI = oW, oV, oP, oI, yW, yV, yP, yI
+    in_o = (k - 1) % 2 == 0  # where the current front lies
     if k > 0:
         loss = alpha * float(dw[0]) - dv[0]
-        d_w = dw[0]
-        d_v = dv[0]
-        run_max = -np.inf
-        for h in range(S):
-            if lagS[h] - loss > thr_lag and V[h] + d_v > run_max:  # (values increase: the second test holds)
-                run_max = V[h] + d_v
-                fW[nf] = W[h] + d_w
-                fV[nf] = V[h] + d_v
-                fP[nf] = h
-                fI[nf] = 0
-                nf += 1
+        if in_o:
+            nf = _front_first(W, V, lagS, S, loss, dw[0], dv[0], thr_lag, oW, oV, oP, oI)
+        else:
+            nf = _front_first(W, V, lagS, S, loss, dw[0], dv[0], thr_lag, yW, yV, yP, yI)
     for j in range(1, k):
         loss = alpha * float(dw[j]) - dv[j]
-        d_w = dw[j]
-        d_v = dv[j]
-        h = 0
-        while h < S and not (lagS[h] - loss > thr_lag):
-            h += 1
-        p = 0
-        ng = 0
-        run_max = -np.inf
-        while p < nf or h < S:
-            if h >= S:
-                w = fW[p]
-                v = fV[p]
-                ph = fP[p]
-                pj = fI[p]
-                p += 1
-            else:
-                cw = W[h] + d_w
-                if p < nf and fW[p] <= cw:
-                    w = fW[p]
-                    v = fV[p]
-                    ph = fP[p]
-                    pj = fI[p]
-                    p += 1
-                    if w == cw:  # equal weights: the larger value, on a tie the front's (lower item)
-                        cv = V[h] + d_v
-                        if cv > v:
-                            v = cv
-                            ph = h
-                            pj = j
-                        h += 1
-                        while h < S and not (lagS[h] - loss > thr_lag):
-                            h += 1
-                else:
-                    w = cw
-                    v = V[h] + d_v
-                    ph = h
-                    pj = j
-                    h += 1
-                    while h < S and not (lagS[h] - loss > thr_lag):
-                        h += 1
-            if v > run_max:
-                run_max = v
-                gW[ng] = w
-                gV[ng] = v
-                gP[ng] = ph
-                gI[ng] = pj
-                ng += 1
-        nf = ng
-        fW, fV, fP, fI, gW, gV, gP, gI = gW, gV, gP, gI, fW, fV, fP, fI
+        if in_o:
+            nf = _front_merge(W, V, lagS, S, loss, dw[j], dv[j], thr_lag, j, oW, oV, oP, oI, nf, yW, yV, yP, yI)
+        else:
+            nf = _front_merge(W, V, lagS, S, loss, dw[j], dv[j], thr_lag, j, yW, yV, yP, yI, nf, oW, oV, oP, oI)
+        in_o = not in_o
     # the front is in the output buffers: keep the candidates whose bound exceeds thr (in place, by weight)
     has_tail = xu.shape[0] > 0
     nu = xu.shape[0]
@@ -952,6 +970,10 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
     # that holds it; only a class that moved, or whose offer no longer fits, is scanned again
     fresh = np.ones(n, dtype=np.bool_)
     taken_buf = np.empty(n, dtype=np.bool_)
+    # the offers of a round (the first n_off entries), allocated once: three allocations a round cost about 0.3 us
+    cls = np.empty(n, dtype=np.int64)
+    key = np.empty(n, dtype=np.float64)
+    dW = np.empty(n, dtype=np.int64)
     for i in range(n):
         best_pos[i] = pos[i]
     for _ in range(rounds):
@@ -998,15 +1020,12 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
         if n_off == 0:
             break
         n_act = n_off
-        cls = np.empty(n_off, dtype=np.int64)
-        key = np.empty(n_off, dtype=np.float64)
-        dW = np.empty(n_off, dtype=np.int64)
         for t in range(n_off):
             i = active[t]
             cls[t] = i
             dW[t] = weights[i, best_pos[i]] - weights[i, pos[i]]
             key[t] = best_gain[i] / float(dW[t])
-        taken, _, used = fit_prefix_short(key, dW, room, taken_buf)
+        taken, _, used = fit_prefix_short(key[:n_off], dW[:n_off], room, taken_buf)
         for t in range(n_off):
             if taken[t]:
                 pos[cls[t]] = best_pos[cls[t]]
@@ -1331,23 +1350,24 @@ def _search_orders(hstart, lam_up, lam_dn, regret):  # pragma: no cover - compil
 @numba.njit(cache=True, nogil=True)
 def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_class, alpha, tol, mod_g, mod_r, z0,
            lam_up, lam_dn, regret, hw, hv, hstart, levels, max_bytes, link_share, tail_min, tail_growth,
-           bytes_per_cand, item_bytes, budget):  # pragma: no cover - compiled
+           bytes_per_cand, item_bytes, budget, z_stop):  # pragma: no cover - compiled
     """Phase 3 of ``core._search`` as one compiled loop (the same steps, in the same order, by the same kernels,
     so the same states, incumbent and counters). Returns ``(code, pos, has_state, stats)``: ``code`` 0 fathomed,
     1 bound, 2 congruence, 3 exhausted, -1 handed back (a memory test or the work ``budget`` would have to drop
     the links or stop: the caller runs the Python loop, which handles those, from the start); ``pos`` the
     incumbent state's choice (raw items, every class) when ``has_state``; ``stats`` = classes, states,
-    max_states, candidates."""
+    max_states, candidates. ``z_stop``: a proven upper bound of the optimum (``inf``: none); the run ends, code 1,
+    after the step whose incumbent comes within ``tol`` of it (``core._expand``'s rule)."""
     orders = _search_orders(hstart, lam_up, lam_dn, regret)
     return _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_class, alpha, tol, mod_g,
                        mod_r, z0, lam_up, lam_dn, regret, hw, hv, hstart, levels, max_bytes, link_share, tail_min,
-                       tail_growth, bytes_per_cand, item_bytes, budget, orders)
+                       tail_growth, bytes_per_cand, item_bytes, budget, orders, z_stop)
 
 
 @numba.njit(cache=True, nogil=True)
 def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_class, alpha, tol, mod_g, mod_r,
                 z0, lam_up, lam_dn, regret, hw, hv, hstart, levels, max_bytes, link_share, tail_min, tail_growth,
-                bytes_per_cand, item_bytes, budget, orders):  # pragma: no cover - compiled
+                bytes_per_cand, item_bytes, budget, orders, z_stop):  # pragma: no cover - compiled
     """``search`` on the lazy orders of ``_search_orders`` (read from their start)."""
     n = sizes.shape[0]
     up_c, up_k, up_s, up_p, dn_c, dn_k, dn_s, dn_p, rg_c, rg_k, rg_s, rg_p = orders
@@ -1400,6 +1420,7 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
     yV = np.empty(256, dtype=np.float64)
     yP = np.empty(256, dtype=np.int64)
     yI = np.empty(256, dtype=np.int64)
+    lagS = np.empty(256, dtype=np.float64)  # the states' Lagrangian values (the step's scratch)
     # the entering class's selection and its scratch, reused
     mm = max(weights.shape[1], 1)
     s_order = np.empty(mm, dtype=np.int64)
@@ -1410,14 +1431,16 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
     s_cand = np.empty(mm, dtype=np.int64)
     s_dw = np.empty(mm, dtype=np.int64)
     s_dv = np.empty(mm, dtype=np.float64)
+    # the lists' heads change only when a class enters the core, and only the list whose head entered: they are
+    # read once here and after each entry for that list alone (six reads a step cost about 0.3 microseconds)
+    a = _lazy_head(up_c, up_k, up_s, up_p, member)
+    b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
+    c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
     while True:
         S = W.shape[0]
         if S == 0:
             code = 0
             break
-        a = _lazy_head(up_c, up_k, up_s, up_p, member)
-        b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
-        c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
         l_up = lam_up[a] if a >= 0 else 0.0
         l_dn = lam_dn[b] if b >= 0 else np.inf
         r_nx = regret[c] if c >= 0 else np.inf
@@ -1459,9 +1482,12 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
         order[n_order] = i
         n_order += 1
         t = n_order - 1
-        a = _lazy_head(up_c, up_k, up_s, up_p, member)
-        b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
-        c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
+        if a == i:
+            a = _lazy_head(up_c, up_k, up_s, up_p, member)
+        if b == i:
+            b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
+        if c == i:
+            c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
         l_up = lam_up[a] if a >= 0 else 0.0
         l_dn = lam_dn[b] if b >= 0 else np.inf
         r_nx = regret[c] if c >= 0 else np.inf
@@ -1493,12 +1519,14 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
             yV = np.empty(size, dtype=np.float64)
             yP = np.empty(size, dtype=np.int64)
             yI = np.empty(size, dtype=np.int64)
+        if S > lagS.shape[0]:
+            lagS = np.empty(max(S, 2 * lagS.shape[0]), dtype=np.float64)
         if S * k > bW.shape[0]:  # the buffer that W does not use (the one of the step before)
             size = max(S * k, 2 * bW.shape[0])
             bW = np.empty(size, dtype=np.int64)
             bV = np.empty(size, dtype=np.float64)
         m, best_v, best_p, best_j = _step_merge(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
-                                                mod_g, mod_r, bW, bV, bP, bI, yW, yV, yP, yI)
+                                                mod_g, mod_r, bW, bV, bP, bI, yW, yV, yP, yI, lagS)
         nW = bW[:m]
         nV = bV[:m]
         bW, aW = aW, bW  # the next step writes into the other buffer
@@ -1531,6 +1559,9 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
             stats[2] = m
         stats[3] += S * k
         work += S * k * k + S  # the step's merge and the scan of the states
+        if z_stop - z <= tol:  # the incumbent reaches a proven bound: optimal, no state can beat it by tol
+            code = 1
+            break
     stats[0] = n_order
     has_state = inc_step >= 0
     if has_state:
@@ -2250,6 +2281,9 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
     if tol > 0.5 and np.isfinite(bound):
         guess = np.ceil(bound - tol) - 1.0
     gap = 1.0
+    # integral values: a proven upper bound of the optimum (the LP's, then the last failed guess) ends a run whose
+    # incumbent reaches it (core._search's rule; float values keep improving by less than tol, so never)
+    known_ub = bound if tol > 0.5 else np.inf
     orders = _search_orders(start, lam_up, lam_dn, regret)
     while True:
         is_guess = guess > inc_v
@@ -2257,7 +2291,7 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
         code, pos, has_state, st = _search_run(weights, values, sizes, capacity, base_w, base_v, w0, v0, lp_pos,
                                                b_cls, alpha, tol, mod_g, mod_r, z0, lam_up, lam_dn, regret, hw, hv,
                                                start, lv, max_bytes, link_share, tail_min, tail_growth,
-                                               bytes_per_cand, item_bytes, -1.0, orders)
+                                               bytes_per_cand, item_bytes, -1.0, orders, known_ub)
         if code < 0:
             return -1, lp_pos, 0.0, 0.0, stats
         stats[0] += st[0]
@@ -2268,7 +2302,8 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
         stats[5] = 1
         if has_state or not is_guess:
             break
-        guess -= gap  # the guess failed: no solution beats it
+        known_ub = guess  # the guess failed: no solution beats it
+        guess -= gap
         gap *= 2.0
         if st[0] <= guess_stop:  # a failed run with few classes: no more guesses (core.GUESS_STOP_CLASSES)
             guess = -np.inf

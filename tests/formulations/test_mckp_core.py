@@ -261,7 +261,7 @@ def test_memory_limit_returns_feasible_with_valid_bound(use_numba):
     assert other.choice == res.choice and other.bound == res.bound
 
 
-@pytest.mark.parametrize(("seed", "max_bytes"), [(3, 3_000_000), (6, 1_000_000)])
+@pytest.mark.parametrize(("seed", "max_bytes"), [(3, 3_000_000), (9, 1_000_000)])
 def test_links_dropped_under_the_memory_limit_choice_rebuilt(seed, max_bytes):
     """A limit that holds the state lists but not the links between them: the links are dropped, the search
     still proves the optimum and the incumbent's choice is rebuilt by replaying the steps (both paths alike)."""
@@ -958,3 +958,22 @@ def test_a_guess_failed_with_few_classes_ends_the_guesses(monkeypatch):
         assert (other.choice, other.bound, other.backend_status) == (a.choice, a.bound, a.backend_status)
         assert {k: v for k, v in other.stats.items() if k != "numba"} == \
             {k: v for k, v in a.stats.items() if k != "numba"}
+
+
+def test_run_after_a_failed_guess_ends_when_its_incumbent_reaches_that_guess():
+    """Weakly 100 x 10 seed 1065: the first guess (the LP bound rounded down) fails, so the optimum is at most that
+    guess; the next run finds a solution of that value and ends there (backend status ``bound``), without proving
+    it again, on both paths alike (the same choice and counters), and the value is the optimum (plain DP)."""
+    from lyra_solver.bench import mckp_instances as gen
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=1065)
+    a = solve_core(p, use_numba=True)
+    b = solve_core(p, use_numba=True, max_states=10**12)  # the Python loop (the compiled run takes no limit)
+    c = solve_core(p, use_numba=False)
+    assert a.status is Status.OPTIMAL and a.backend_status == "bound"
+    assert (b.choice, b.backend_status, b.stats["candidates"]) == (a.choice, a.backend_status, a.stats["candidates"])
+    assert (c.choice, c.backend_status, c.stats["candidates"]) == (a.choice, a.backend_status, a.stats["candidates"])
+    assert a.stats["candidates"] == 3_142  # 3,260 when the run proved its incumbent again
+    assert a.objective == solve_mckp(p, method="dp").objective == math.floor(a.objective)
+    ws, vs = p.to_ragged()
+    assert checked(ws, vs, p.capacity, a) == a.objective
