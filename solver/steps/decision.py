@@ -7,6 +7,9 @@ preemptions, and each step's method and status. Running time O(S + J + H).
 """
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import attrgetter, is_not
+
 import numpy as np
 from lyra_solver.formulations.vocabulary import OBJECTIVES
 from lyra_solver.steps._state import RoundState
@@ -54,67 +57,80 @@ _WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # f
 
 
 def _decision(state: RoundState) -> Decision:
+    """:func:`decision_of`. The loops run over the jobs that run or ran (H placement entries in all), not over
+    every job: a waiting job's decision is the one shared ``wait`` struct, and the jobs' mapping is built at once
+    from the ids and a list of decisions (O(J) in C), already frozen. O(S + J + H) in all, O(R + H) of it in
+    Python for R jobs that run or ran."""
     cl, rec, borrowed, sc, pl = state.cluster, state.reclaimed, state.borrowed, state.scaled, state.placed
     snap = cl.snap
+    snap_jobs = snap.jobs
     ids = [s.id for s in snap.servers]
     placement = pl.placement
-    # workers of each job that runs (0: none), once for the values below and the decisions
-    count = [sum(p.values()) if p else 0 for p in placement]
-    jobs: dict[str, JobDecision] = {}
-    preemptions = 0
-    jct = 0.0
+    before_all = cl.placement
+    n_jobs = len(placement)
+    running = list(compress(range(n_jobs), placement))  # the jobs that run (a non-empty placement), in job order
+    run_w = [sum(placement[j].values()) for j in running]  # type: ignore[union-attr]
     # the value of each running job's option, gathered at once, summed in job order (as before)
     table = sc.table
+    count = np.zeros(n_jobs, np.int64)
+    count[np.fromiter(running, np.int64, len(running))] = np.fromiter(run_w, np.int64, len(run_w))
     run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
-    workers = np.array(count, np.int64)[run]
+    workers = count[run]
     rows = np.flatnonzero(workers)  # the rows of the jobs that run
     workers = workers[rows]
     k = workers - table.min_workers[rows]
     kk = np.minimum(k, table.values.shape[1] - 1)
     on_grid = (k < table.sizes[rows]) & (table.weights[rows, kk] == cl.gpw[run[rows]] * k)  # False: thinned rows
     gathered = table.values[rows, kk].tolist()
+    jct = 0.0
     if on_grid.all():
         for v in gathered:
             jct += v
     else:
         for v, ok, i, w in zip(gathered, on_grid.tolist(), rows.tolist(), workers.tolist(), strict=True):
             jct += v if ok else _value_of(state, sc.jobs[i], w, i)
+    # a snapshot places no job on an idle server: only placements made this round can host one, a borrowed server
+    # that hosts none is not borrowed
+    lent = set(borrowed) if borrowed else None
+    hosting: set[int] = set()
+    decisions = [_WAIT] * n_jobs
     make = JobDecision
-    loan = []
-    if borrowed:  # a snapshot places no job on an idle server: only placements made this round can host one
-        lent = set(borrowed)
-        hosting = set()
-        for p, before in zip(placement, cl.placement, strict=True):
-            if p and p is not before and not lent.isdisjoint(p):
-                hosting.update(p)
-        loan = [ids[s] for s in borrowed if s in hosting]
-    for job, p, w, before in zip(snap.jobs, placement, count, cl.placement, strict=True):
-        if p:
-            if p is before and (len(p) == 1 or _ascending(p)):
-                # the snapshot's own placement (no step replaced it), its servers in index order: the decision's
-                # placement is the snapshot's, item for item and in the same order (the same bytes), unchanged
-                jobs[job.id] = make("run", w, job.placement, False)
-            else:
-                if len(p) == 1:
-                    ((s, n),) = p.items()
-                    named = FrozenDict(((ids[s], n),))
-                else:
-                    named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])
-                old = job.placement
-                jobs[job.id] = make("run", w, named, old is None or named != old)
-        elif job.placement is not None:
-            jobs[job.id] = _PREEMPT
-            preemptions += 1
+    for j, w in zip(running, run_w, strict=True):
+        p = placement[j]
+        before = before_all[j]
+        if lent is not None and p is not before and not lent.isdisjoint(p):  # type: ignore[arg-type]
+            hosting.update(p)  # type: ignore[arg-type]
+        if p is before and (len(p) == 1 or _ascending(p)):  # type: ignore[arg-type]
+            # the snapshot's own placement (no step replaced it), its servers in index order: the decision's
+            # placement is the snapshot's, item for item and in the same order (the same bytes), unchanged
+            decisions[j] = make("run", w, snap_jobs[j].placement, False)
         else:
-            jobs[job.id] = _WAIT
+            if len(p) == 1:  # type: ignore[arg-type]
+                ((s, n),) = p.items()  # type: ignore[union-attr]
+                named = FrozenDict({ids[s]: n})
+            elif _ascending(p):  # type: ignore[arg-type]
+                named = FrozenDict(zip(map(ids.__getitem__, p), p.values()))  # type: ignore[union-attr]
+            else:
+                named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])  # type: ignore[union-attr]
+            decisions[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
+    # the jobs that ran before the round and run no more (a snapshot placement, even an empty one)
+    preempted = [j for j in compress(range(n_jobs), map(is_not, before_all, repeat(None))) if not placement[j]]
+    for j in preempted:
+        decisions[j] = _PREEMPT
+    loan = [ids[s] for s in borrowed if s in hosting]
     reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
     summary = Summary(
         jct_reduction=round(jct, 6),
-        preemptions=preemptions,
+        preemptions=len(preempted),
         methods={k: r.method for k, r in reports.items()},
         optimality_gap=sc.report.gap,
         bound=sc.report.bound,
         statuses={k: r.status for k, r in reports.items()},
     )
+    # frozen already (the struct keeps a FrozenDict as it is), in job order
+    jobs = FrozenDict(zip(map(_ID, snap_jobs), decisions))
     return Decision(format_version=1, servers=ServerDecision(reclaim=[ids[s] for s in rec.servers], loan=loan),
                     jobs=jobs, summary=summary)
+
+
+_ID = attrgetter("id")
