@@ -150,16 +150,16 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
 
 def _write_dicts(placement: list, jobs: list[int], ptr: np.ndarray, srv: np.ndarray, cnt: np.ndarray) -> None:
     """``placement[jobs[i]]`` = the dict of entries ``srv[ptr[i]:ptr[i + 1]]`` (workers ``cnt``), in their order,
-    for every ``i``. O(len(jobs) + entries): a one-entry dict (most admitted jobs) is one literal."""
-    srv_l, cnt_l = srv.tolist(), cnt.tolist()
-    if np.array_equal(ptr, np.arange(ptr.shape[0])):  # one entry each
-        for j, s, n in zip(jobs, srv_l, cnt_l, strict=True):
-            placement[j] = {s: n}
-        return
-    ptr_l = ptr.tolist()
-    for i, j in enumerate(jobs):
-        a, b = ptr_l[i], ptr_l[i + 1]
-        placement[j] = {srv_l[a]: cnt_l[a]} if b - a == 1 else dict(zip(srv_l[a:b], cnt_l[a:b], strict=True))
+    for every ``i``. O(len(jobs) + entries); a one-entry dict (most admitted jobs) is one literal, the others are
+    filled item by item (both faster than ``dict`` of pairs)."""
+    srv_l, cnt_l, bounds = srv.tolist(), cnt.tolist(), ptr.tolist()
+    for j, a, b in zip(jobs, bounds, bounds[1:]):  # bounds has one more item than jobs
+        if b - a == 1:
+            placement[j] = {srv_l[a]: cnt_l[a]}
+        else:
+            p = placement[j] = {}
+            for i in range(a, b):
+                p[srv_l[i]] = cnt_l[i]
 
 
 def _offered(cl: Cluster, free: list[int], placement: list, min_w: list[int], gpw: list[int]) -> int:
