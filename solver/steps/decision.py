@@ -114,7 +114,9 @@ def _decision(state: RoundState) -> Decision:
                 named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])  # type: ignore[union-attr]
             decisions[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
     # the jobs that ran before the round and run no more (a snapshot placement, even an empty one)
-    preempted = [j for j in compress(range(n_jobs), map(is_not, before_all, repeat(None))) if not placement[j]]
+    gone = np.fromiter(map(is_not, before_all, repeat(None)), np.bool_, n_jobs)  # identity tests at C speed
+    gone[np.fromiter(running, np.int64, len(running))] = False
+    preempted = np.flatnonzero(gone).tolist()
     for j in preempted:
         decisions[j] = _PREEMPT
     loan = [ids[s] for s in borrowed if s in hosting]
