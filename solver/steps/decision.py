@@ -57,10 +57,11 @@ _WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # f
 
 
 def _decision(state: RoundState) -> Decision:
-    """:func:`decision_of`. The loops run over the jobs that run or ran (H placement entries in all), not over
-    every job: a waiting job's decision is the one shared ``wait`` struct, and the jobs' mapping is built at once
-    from the ids and a list of decisions (O(J) in C), already frozen. O(S + J + H) in all, O(R + H) of it in
-    Python for R jobs that run or ran."""
+    """:func:`decision_of`. On a large round the loop runs over the jobs that run only (a waiting job's decision is
+    the one shared ``wait`` struct, the preempted jobs are found by array operations); on a small one, where most
+    jobs run, over every job in one pass. A large round's mapping of the jobs is built at once from the ids and the
+    list of decisions, already frozen. O(S + J + H); on a large round O(J) of it in C, O(R + H) in Python for R
+    jobs that run."""
     cl, rec, borrowed, sc, pl = state.cluster, state.reclaimed, state.borrowed, state.scaled, state.placed
     snap = cl.snap
     snap_jobs = snap.jobs
@@ -68,71 +69,96 @@ def _decision(state: RoundState) -> Decision:
     placement = pl.placement
     before_all = cl.placement
     n_jobs = len(placement)
-    running = list(compress(range(n_jobs), placement))  # the jobs that run (a non-empty placement), in job order
-    run_w = [sum(placement[j].values()) for j in running]  # type: ignore[union-attr]
+    run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
+    small = n_jobs < _ARRAYS_MIN_JOBS
+    if small:  # workers of every job (0: none)
+        count = [sum(p.values()) if p else 0 for p in placement]
+        workers = np.array(count, np.int64)[run]
+        rows: tuple = (range(n_jobs), count)
+    else:  # the jobs that run (a non-empty placement), in job order, and their workers
+        running = list(compress(range(n_jobs), placement))
+        run_w = [sum(placement[j].values()) for j in running]  # type: ignore[union-attr]
+        count_a = np.zeros(n_jobs, np.int64)
+        count_a[np.fromiter(running, np.int64, len(running))] = np.fromiter(run_w, np.int64, len(run_w))
+        workers = count_a[run]
+        rows = (running, run_w)
     # the value of each running job's option, gathered at once, summed in job order (as before)
     table = sc.table
-    count = np.zeros(n_jobs, np.int64)
-    count[np.fromiter(running, np.int64, len(running))] = np.fromiter(run_w, np.int64, len(run_w))
-    run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
-    workers = count[run]
-    rows = np.flatnonzero(workers)  # the rows of the jobs that run
-    workers = workers[rows]
-    k = workers - table.min_workers[rows]
+    rows_run = np.flatnonzero(workers)  # the rows of the jobs that run
+    workers = workers[rows_run]
+    k = workers - table.min_workers[rows_run]
     kk = np.minimum(k, table.values.shape[1] - 1)
-    on_grid = (k < table.sizes[rows]) & (table.weights[rows, kk] == cl.gpw[run[rows]] * k)  # False: thinned rows
-    gathered = table.values[rows, kk].tolist()
+    on_grid = (k < table.sizes[rows_run]) & (table.weights[rows_run, kk] == cl.gpw[run[rows_run]] * k)  # False: thinned
+    gathered = table.values[rows_run, kk].tolist()
     jct = 0.0
     if on_grid.all():
         for v in gathered:
             jct += v
     else:
-        for v, ok, i, w in zip(gathered, on_grid.tolist(), rows.tolist(), workers.tolist(), strict=True):
+        for v, ok, i, w in zip(gathered, on_grid.tolist(), rows_run.tolist(), workers.tolist(), strict=True):
             jct += v if ok else _value_of(state, sc.jobs[i], w, i)
     # a snapshot places no job on an idle server: only placements made this round can host one, a borrowed server
     # that hosts none is not borrowed
     lent = set(borrowed) if borrowed else None
     hosting: set[int] = set()
-    decisions = [_WAIT] * n_jobs
+    out = [_WAIT] * n_jobs  # each job's decision, by position
+    preemptions = 0
     make = JobDecision
-    for j, w in zip(running, run_w, strict=True):
+    for j, w in zip(*rows, strict=True):
         p = placement[j]
         before = before_all[j]
-        if lent is not None and p is not before and not lent.isdisjoint(p):  # type: ignore[arg-type]
-            hosting.update(p)  # type: ignore[arg-type]
-        if p is before and (len(p) == 1 or _ascending(p)):  # type: ignore[arg-type]
+        if not p:  # a small round's job that does not run: it waits, or is preempted if it ran before
+            if before is not None:
+                out[j] = _PREEMPT
+                preemptions += 1
+            continue
+        if p is before and (len(p) == 1 or _ascending(p)):
             # the snapshot's own placement (no step replaced it), its servers in index order: the decision's
             # placement is the snapshot's, item for item and in the same order (the same bytes), unchanged
-            decisions[j] = make("run", w, snap_jobs[j].placement, False)
+            out[j] = make("run", w, snap_jobs[j].placement, False)
+            continue
+        if lent is not None and p is not before and not lent.isdisjoint(p):
+            hosting.update(p)
+        if len(p) == 1:
+            ((s, n),) = p.items()
+            named = FrozenDict({ids[s]: n})
+        elif _ascending(p):
+            named = FrozenDict(zip(map(ids.__getitem__, p), p.values()))
         else:
-            if len(p) == 1:  # type: ignore[arg-type]
-                ((s, n),) = p.items()  # type: ignore[union-attr]
-                named = FrozenDict({ids[s]: n})
-            elif _ascending(p):  # type: ignore[arg-type]
-                named = FrozenDict(zip(map(ids.__getitem__, p), p.values()))  # type: ignore[union-attr]
-            else:
-                named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])  # type: ignore[union-attr]
-            decisions[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
-    # the jobs that ran before the round and run no more (a snapshot placement, even an empty one)
-    gone = np.fromiter(map(is_not, before_all, repeat(None)), np.bool_, n_jobs)  # identity tests at C speed
-    gone[np.fromiter(running, np.int64, len(running))] = False
-    preempted = np.flatnonzero(gone).tolist()
-    for j in preempted:
-        decisions[j] = _PREEMPT
+            named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])
+        out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
+    if not small:  # the jobs that ran before the round (a snapshot placement, even an empty one) and run no more
+        gone = np.fromiter(map(is_not, before_all, repeat(None)), np.bool_, n_jobs)  # identity tests at C speed
+        gone[np.fromiter(running, np.int64, len(running))] = False
+        preempted = np.flatnonzero(gone).tolist()
+        for j in preempted:
+            out[j] = _PREEMPT
+        preemptions = len(preempted)
     loan = [ids[s] for s in borrowed if s in hosting]
     reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
     summary = Summary(
         jct_reduction=round(jct, 6),
-        preemptions=len(preempted),
+        preemptions=preemptions,
         methods={k: r.method for k, r in reports.items()},
         optimality_gap=sc.report.gap,
         bound=sc.report.bound,
         statuses={k: r.status for k, r in reports.items()},
     )
-    # frozen already (the struct keeps a FrozenDict as it is), in job order
-    jobs = FrozenDict(zip(map(_ID, snap_jobs), decisions))
+    # in job order; a large round's frozen at once (the struct keeps a FrozenDict as it is), a small one's by the
+    # struct's copy
+    if small:
+        jobs: dict = {}
+        for job, decided in zip(snap_jobs, out, strict=True):
+            jobs[job.id] = decided
+    else:
+        jobs = FrozenDict(zip(map(_ID, snap_jobs), out))
     return Decision(format_version=1, servers=ServerDecision(reclaim=[ids[s] for s in rec.servers], loan=loan),
                     jobs=jobs, summary=summary)
 
 
 _ID = attrgetter("id")
+
+#: Jobs from which :func:`_decision` loops over the jobs that run only and finds the preempted ones by array
+#: operations; below it (the simulator's rounds of a few hundred jobs, most of them running) one pass over every
+#: job costs less than the numpy calls' fixed cost.
+_ARRAYS_MIN_JOBS = 2_000
