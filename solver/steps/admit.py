@@ -153,7 +153,7 @@ def _write_dicts(placement: list, jobs: list[int], ptr: np.ndarray, srv: np.ndar
     for every ``i``. O(len(jobs) + entries); a one-entry dict (most admitted jobs) is one literal, the others are
     filled item by item (both faster than ``dict`` of pairs)."""
     srv_l, cnt_l, bounds = srv.tolist(), cnt.tolist(), ptr.tolist()
-    for j, a, b in zip(jobs, bounds, bounds[1:]):  # bounds has one more item than jobs
+    for j, a, b in zip(jobs, bounds[:-1], bounds[1:], strict=True):
         if b - a == 1:
             placement[j] = {srv_l[a]: cnt_l[a]}
         else:

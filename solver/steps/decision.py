@@ -53,6 +53,16 @@ def _ascending(p: dict[int, int]) -> bool:
     return list(p) == sorted(p)
 
 
+def _named(p: dict[int, int], ids: list[str]) -> FrozenDict:
+    """The placement ``p`` ({server index: workers}) by server id, servers in index order. O(len(p) log len(p))."""
+    if len(p) == 1:
+        ((s, n),) = p.items()
+        return FrozenDict({ids[s]: n})
+    if _ascending(p):
+        return FrozenDict(zip(map(ids.__getitem__, p), p.values(), strict=True))
+    return FrozenDict([(ids[s], n) for s, n in sorted(p.items())])
+
+
 _WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # frozen: shared by every such job
 
 
@@ -74,21 +84,20 @@ def _decision(state: RoundState) -> Decision:
     if small:  # workers of every job (0: none)
         count = [sum(p.values()) if p else 0 for p in placement]
         workers = np.array(count, np.int64)[run]
-        rows: tuple = (range(n_jobs), count)
     else:  # the jobs that run (a non-empty placement), in job order, and their workers
         running = list(compress(range(n_jobs), placement))
         run_w = [sum(placement[j].values()) for j in running]  # type: ignore[union-attr]
         count_a = np.zeros(n_jobs, np.int64)
         count_a[np.fromiter(running, np.int64, len(running))] = np.fromiter(run_w, np.int64, len(run_w))
         workers = count_a[run]
-        rows = (running, run_w)
     # the value of each running job's option, gathered at once, summed in job order (as before)
     table = sc.table
     rows_run = np.flatnonzero(workers)  # the rows of the jobs that run
     workers = workers[rows_run]
     k = workers - table.min_workers[rows_run]
     kk = np.minimum(k, table.values.shape[1] - 1)
-    on_grid = (k < table.sizes[rows_run]) & (table.weights[rows_run, kk] == cl.gpw[run[rows_run]] * k)  # False: thinned
+    # False: thinned rows
+    on_grid = (k < table.sizes[rows_run]) & (table.weights[rows_run, kk] == cl.gpw[run[rows_run]] * k)
     gathered = table.values[rows_run, kk].tolist()
     jct = 0.0
     if on_grid.all():
@@ -99,41 +108,52 @@ def _decision(state: RoundState) -> Decision:
             jct += v if ok else _value_of(state, sc.jobs[i], w, i)
     # a snapshot places no job on an idle server: only placements made this round can host one, a borrowed server
     # that hosts none is not borrowed
-    lent = set(borrowed) if borrowed else None
     hosting: set[int] = set()
-    out = [_WAIT] * n_jobs  # each job's decision, by position
-    preemptions = 0
     make = JobDecision
-    for j, w in zip(*rows, strict=True):
-        p = placement[j]
-        before = before_all[j]
-        if not p:  # a small round's job that does not run: it waits, or is preempted if it ran before
-            if before is not None:
-                out[j] = _PREEMPT
+    if small:  # every job in one pass, into the mapping (the struct freezes a copy)
+        if borrowed:
+            lent = set(borrowed)
+            for p, before in zip(placement, before_all, strict=True):
+                if p and p is not before and not lent.isdisjoint(p):
+                    hosting.update(p)
+        jobs: dict = {}
+        preemptions = 0
+        for job, p, w, before in zip(snap_jobs, placement, count, before_all, strict=True):
+            if p:
+                if p is before and (len(p) == 1 or _ascending(p)):
+                    # the snapshot's own placement (no step replaced it), its servers in index order: the
+                    # decision's placement is the snapshot's, item for item and in the same order (the same bytes)
+                    jobs[job.id] = make("run", w, job.placement, False)
+                else:
+                    named = _named(p, ids)
+                    jobs[job.id] = make("run", w, named, before is None or named != job.placement)
+            elif before is not None:
+                jobs[job.id] = _PREEMPT
                 preemptions += 1
-            continue
-        if p is before and (len(p) == 1 or _ascending(p)):
-            # the snapshot's own placement (no step replaced it), its servers in index order: the decision's
-            # placement is the snapshot's, item for item and in the same order (the same bytes), unchanged
-            out[j] = make("run", w, snap_jobs[j].placement, False)
-            continue
-        if lent is not None and p is not before and not lent.isdisjoint(p):
-            hosting.update(p)
-        if len(p) == 1:
-            ((s, n),) = p.items()
-            named = FrozenDict({ids[s]: n})
-        elif _ascending(p):
-            named = FrozenDict(zip(map(ids.__getitem__, p), p.values()))
-        else:
-            named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])
-        out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
-    if not small:  # the jobs that ran before the round (a snapshot placement, even an empty one) and run no more
+            else:
+                jobs[job.id] = _WAIT
+    else:  # the jobs that run, into a list of every job's decision (waiting ones filled already)
+        lent = set(borrowed) if borrowed else None
+        out = [_WAIT] * n_jobs
+        for j, w in zip(running, run_w, strict=True):
+            p = placement[j]
+            before = before_all[j]
+            if p is before and (len(p) == 1 or _ascending(p)):  # type: ignore[arg-type]
+                out[j] = make("run", w, snap_jobs[j].placement, False)  # as above
+                continue
+            if lent is not None and p is not before and not lent.isdisjoint(p):  # type: ignore[arg-type]
+                hosting.update(p)  # type: ignore[arg-type]
+            named = _named(p, ids)  # type: ignore[arg-type]
+            out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
+        # the jobs that ran before the round (a snapshot placement, even an empty one) and run no more
         gone = np.fromiter(map(is_not, before_all, repeat(None)), np.bool_, n_jobs)  # identity tests at C speed
         gone[np.fromiter(running, np.int64, len(running))] = False
         preempted = np.flatnonzero(gone).tolist()
         for j in preempted:
             out[j] = _PREEMPT
         preemptions = len(preempted)
+        # in job order, frozen at once (the struct keeps it)
+        jobs = FrozenDict(zip(map(_ID, snap_jobs), out, strict=True))
     loan = [ids[s] for s in borrowed if s in hosting]
     reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
     summary = Summary(
@@ -144,14 +164,6 @@ def _decision(state: RoundState) -> Decision:
         bound=sc.report.bound,
         statuses={k: r.status for k, r in reports.items()},
     )
-    # in job order; a large round's frozen at once (the struct keeps a FrozenDict as it is), a small one's by the
-    # struct's copy
-    if small:
-        jobs: dict = {}
-        for job, decided in zip(snap_jobs, out, strict=True):
-            jobs[job.id] = decided
-    else:
-        jobs = FrozenDict(zip(map(_ID, snap_jobs), out))
     return Decision(format_version=1, servers=ServerDecision(reclaim=[ids[s] for s in rec.servers], loan=loan),
                     jobs=jobs, summary=summary)
 
