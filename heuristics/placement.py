@@ -17,7 +17,6 @@ import functools
 import time
 from collections.abc import Callable
 from functools import cache
-from itertools import islice
 from types import ModuleType
 from typing import ParamSpec, TypeVar
 
@@ -313,8 +312,11 @@ def _bfd_compiled(nb, problem: PlacementProblem, keep_current: bool) -> tuple[Pl
                                              problem.cur_server, problem.cur_count, bool(keep_current))
     if bad:
         return None
-    entries = zip(srv.tolist(), cnt.tolist(), strict=True)  # job after job, by increasing server
-    return Placement(per_job=tuple(tuple(islice(entries, n)) for n in np.diff(ptr).tolist())), have
+    # every job's pairs as one slice of the tuple of all pairs (job after job, by increasing server): C-level maps,
+    # no Python loop per job
+    entries = tuple(zip(srv.tolist(), cnt.tolist(), strict=True))
+    bounds = ptr.tolist()
+    return Placement(per_job=tuple(map(entries.__getitem__, map(slice, bounds[:-1], bounds[1:])))), have
 
 
 def _bfd_result(problem: PlacementProblem, placement: Placement, have: np.ndarray, start: float,

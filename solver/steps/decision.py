@@ -7,6 +7,9 @@ preemptions, and each step's method and status. Running time O(S + J + H).
 """
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import attrgetter, is_not
+
 import numpy as np
 from lyra_solver.formulations.vocabulary import OBJECTIVES
 from lyra_solver.steps._state import RoundState
@@ -50,63 +53,108 @@ def _ascending(p: dict[int, int]) -> bool:
     return list(p) == sorted(p)
 
 
+def _named(p: dict[int, int], ids: list[str]) -> FrozenDict:
+    """The placement ``p`` ({server index: workers}) by server id, servers in index order. O(len(p) log len(p))."""
+    if len(p) == 1:
+        ((s, n),) = p.items()
+        return FrozenDict({ids[s]: n})
+    if _ascending(p):
+        return FrozenDict(zip(map(ids.__getitem__, p), p.values(), strict=True))
+    return FrozenDict([(ids[s], n) for s, n in sorted(p.items())])
+
+
 _WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # frozen: shared by every such job
 
 
 def _decision(state: RoundState) -> Decision:
+    """:func:`decision_of`. On a large round the loop runs over the jobs that run only (a waiting job's decision is
+    the one shared ``wait`` struct, the preempted jobs are found by array operations); on a small one, where most
+    jobs run, over every job in one pass. A large round's mapping of the jobs is built at once from the ids and the
+    list of decisions, already frozen. O(S + J + H); on a large round O(J) of it in C, O(R + H) in Python for R
+    jobs that run."""
     cl, rec, borrowed, sc, pl = state.cluster, state.reclaimed, state.borrowed, state.scaled, state.placed
     snap = cl.snap
+    snap_jobs = snap.jobs
     ids = [s.id for s in snap.servers]
     placement = pl.placement
-    # workers of each job that runs (0: none), once for the values below and the decisions
-    count = [sum(p.values()) if p else 0 for p in placement]
-    jobs: dict[str, JobDecision] = {}
-    preemptions = 0
-    jct = 0.0
+    before_all = cl.placement
+    n_jobs = len(placement)
+    run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
+    small = n_jobs < _ARRAYS_MIN_JOBS
+    if small:  # workers of every job (0: none)
+        count = [sum(p.values()) if p else 0 for p in placement]
+        workers = np.array(count, np.int64)[run]
+    else:  # the jobs that run (a non-empty placement), in job order, and their workers
+        running = list(compress(range(n_jobs), placement))
+        run_w = [sum(placement[j].values()) for j in running]  # type: ignore[union-attr]
+        count_a = np.zeros(n_jobs, np.int64)
+        count_a[np.fromiter(running, np.int64, len(running))] = np.fromiter(run_w, np.int64, len(run_w))
+        workers = count_a[run]
     # the value of each running job's option, gathered at once, summed in job order (as before)
     table = sc.table
-    run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
-    workers = np.array(count, np.int64)[run]
-    rows = np.flatnonzero(workers)  # the rows of the jobs that run
-    workers = workers[rows]
-    k = workers - table.min_workers[rows]
+    rows_run = np.flatnonzero(workers)  # the rows of the jobs that run
+    workers = workers[rows_run]
+    k = workers - table.min_workers[rows_run]
     kk = np.minimum(k, table.values.shape[1] - 1)
-    on_grid = (k < table.sizes[rows]) & (table.weights[rows, kk] == cl.gpw[run[rows]] * k)  # False: thinned rows
-    gathered = table.values[rows, kk].tolist()
+    # False: thinned rows
+    on_grid = (k < table.sizes[rows_run]) & (table.weights[rows_run, kk] == cl.gpw[run[rows_run]] * k)
+    gathered = table.values[rows_run, kk].tolist()
+    jct = 0.0
     if on_grid.all():
         for v in gathered:
             jct += v
     else:
-        for v, ok, i, w in zip(gathered, on_grid.tolist(), rows.tolist(), workers.tolist(), strict=True):
+        for v, ok, i, w in zip(gathered, on_grid.tolist(), rows_run.tolist(), workers.tolist(), strict=True):
             jct += v if ok else _value_of(state, sc.jobs[i], w, i)
+    # a snapshot places no job on an idle server: only placements made this round can host one, a borrowed server
+    # that hosts none is not borrowed
+    hosting: set[int] = set()
     make = JobDecision
-    loan = []
-    if borrowed:  # a snapshot places no job on an idle server: only placements made this round can host one
-        lent = set(borrowed)
-        hosting = set()
-        for p, before in zip(placement, cl.placement, strict=True):
-            if p and p is not before and not lent.isdisjoint(p):
-                hosting.update(p)
-        loan = [ids[s] for s in borrowed if s in hosting]
-    for job, p, w, before in zip(snap.jobs, placement, count, cl.placement, strict=True):
-        if p:
-            if p is before and (len(p) == 1 or _ascending(p)):
-                # the snapshot's own placement (no step replaced it), its servers in index order: the decision's
-                # placement is the snapshot's, item for item and in the same order (the same bytes), unchanged
-                jobs[job.id] = make("run", w, job.placement, False)
-            else:
-                if len(p) == 1:
-                    ((s, n),) = p.items()
-                    named = FrozenDict(((ids[s], n),))
+    if small:  # every job in one pass, into the mapping (the struct freezes a copy)
+        if borrowed:
+            lent = set(borrowed)
+            for p, before in zip(placement, before_all, strict=True):
+                if p and p is not before and not lent.isdisjoint(p):
+                    hosting.update(p)
+        jobs: dict = {}
+        preemptions = 0
+        for job, p, w, before in zip(snap_jobs, placement, count, before_all, strict=True):
+            if p:
+                if p is before and (len(p) == 1 or _ascending(p)):
+                    # the snapshot's own placement (no step replaced it), its servers in index order: the
+                    # decision's placement is the snapshot's, item for item and in the same order (the same bytes)
+                    jobs[job.id] = make("run", w, job.placement, False)
                 else:
-                    named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])
-                old = job.placement
-                jobs[job.id] = make("run", w, named, old is None or named != old)
-        elif job.placement is not None:
-            jobs[job.id] = _PREEMPT
-            preemptions += 1
-        else:
-            jobs[job.id] = _WAIT
+                    named = _named(p, ids)
+                    jobs[job.id] = make("run", w, named, before is None or named != job.placement)
+            elif before is not None:
+                jobs[job.id] = _PREEMPT
+                preemptions += 1
+            else:
+                jobs[job.id] = _WAIT
+    else:  # the jobs that run, into a list of every job's decision (waiting ones filled already)
+        lent = set(borrowed) if borrowed else None
+        out = [_WAIT] * n_jobs
+        for j, w in zip(running, run_w, strict=True):
+            p = placement[j]
+            before = before_all[j]
+            if p is before and (len(p) == 1 or _ascending(p)):  # type: ignore[arg-type]
+                out[j] = make("run", w, snap_jobs[j].placement, False)  # as above
+                continue
+            if lent is not None and p is not before and not lent.isdisjoint(p):  # type: ignore[arg-type]
+                hosting.update(p)  # type: ignore[arg-type]
+            named = _named(p, ids)  # type: ignore[arg-type]
+            out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
+        # the jobs that ran before the round (a snapshot placement, even an empty one) and run no more
+        gone = np.fromiter(map(is_not, before_all, repeat(None)), np.bool_, n_jobs)  # identity tests at C speed
+        gone[np.fromiter(running, np.int64, len(running))] = False
+        preempted = np.flatnonzero(gone).tolist()
+        for j in preempted:
+            out[j] = _PREEMPT
+        preemptions = len(preempted)
+        # in job order, frozen at once (the struct keeps it)
+        jobs = FrozenDict(zip(map(_ID, snap_jobs), out, strict=True))
+    loan = [ids[s] for s in borrowed if s in hosting]
     reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
     summary = Summary(
         jct_reduction=round(jct, 6),
@@ -118,3 +166,11 @@ def _decision(state: RoundState) -> Decision:
     )
     return Decision(format_version=1, servers=ServerDecision(reclaim=[ids[s] for s in rec.servers], loan=loan),
                     jobs=jobs, summary=summary)
+
+
+_ID = attrgetter("id")
+
+#: Jobs from which :func:`_decision` loops over the jobs that run only and finds the preempted ones by array
+#: operations; below it (the simulator's rounds of a few hundred jobs, most of them running) one pass over every
+#: job costs less than the numpy calls' fixed cost.
+_ARRAYS_MIN_JOBS = 2_000

@@ -1,7 +1,7 @@
 """Step 2 of the round, loan (DESIGN "Round pipeline"): borrow idle inference servers when queued or elastic work can
 use them.
 
-Running time O(S log S + J) for S servers and J jobs.
+Running time O(S log S + J) for S servers and J jobs, O(S log S) of it in Python.
 """
 from __future__ import annotations
 
@@ -28,17 +28,18 @@ def loan(state: RoundState, settings: Settings) -> tuple[int, ...]:
     if not idle:
         return ()
     usable = usable_servers(cl, rec, ())
-    free = int((cl.gpus - used_gpus(cl, rec.placement))[usable].sum())
-    max_w, gpw = cl.max_w.tolist(), cl.gpw.tolist()
+    used = used_gpus(cl, rec.placement)  # kept by the reclaim step
+    free = int((cl.gpus - used)[usable].sum())
     placement = rec.placement
-    # queued jobs: their max_workers x gpus_per_worker; running ones: what they could add (Python ints: no
-    # overflow). O(J) in C plus O(running jobs) in Python
-    running = list(compress(range(len(placement)), placement))
-    held = sum(sum(placement[j].values()) * gpw[j] for j in running)
+    # queued jobs: their max_workers x gpus_per_worker; running ones: what they could add, their max less the
+    # GPUs they hold (all the GPUs used). O(J) in C
+    held = int(used.sum())
     if placement.count({}):  # a job with an empty placement is neither queued nor running: it counts for nothing
+        max_w, gpw = cl.max_w.tolist(), cl.gpw.tolist()
+        running = compress(range(len(placement)), placement)
         demand = sum(max_w[j] * gpw[j] for j in [*rec.queued, *running]) - held
     else:  # every job is queued or running
-        demand = sum(map(mul, max_w, gpw)) - held
+        demand = _total_demand(cl.max_w, cl.gpw) - held
     deficit = demand - free
     borrowed = []
     gpus = cl.gpus.tolist()
@@ -48,3 +49,18 @@ def loan(state: RoundState, settings: Settings) -> tuple[int, ...]:
         borrowed.append(s)
         deficit -= gpus[s]
     return tuple(sorted(borrowed))
+
+
+#: Largest ``max_workers x gpus_per_worker`` sum that int64 arithmetic holds exactly (with room to spare).
+_EXACT_INT64 = 1 << 62
+
+
+def _total_demand(max_w: np.ndarray, gpw: np.ndarray) -> int:
+    """``sum(max_w * gpw)`` over every job, exactly: by numpy where no product or partial sum can pass
+    :data:`_EXACT_INT64` (each factor bounded by its largest value), else with Python ints. O(J) in C."""
+    if not max_w.size:
+        return 0
+    top_w, top_g = int(max_w.max()), int(gpw.max())
+    if top_w >= 0 and top_g >= 0 and top_w * top_g * max_w.size < _EXACT_INT64:
+        return int(np.dot(max_w, gpw))
+    return sum(map(mul, max_w.tolist(), gpw.tolist()))

@@ -79,8 +79,8 @@ def place(state: RoundState, settings: Settings) -> Placed:
     # the problem's servers are the cluster's (positions are server indices); best fit decreasing lists Python ints
     # above 0 only, the placement ILP may list numpy ints and zeros
     as_listed = report.method == heuristic
-    for j, pairs in zip(moving, per_job, strict=True):
-        got = dict(pairs) if as_listed else {int(s): int(n) for s, n in pairs if n > 0}
+    gots = map(dict, per_job) if as_listed else ({int(s): int(n) for s, n in pairs if n > 0} for pairs in per_job)
+    for j, got in zip(moving, gots, strict=True):
         # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
         placement[j] = got if j in admitted or sum(got.values()) >= min_w[j] else None
     if settings.compact_growth:
@@ -169,11 +169,16 @@ def _place_afresh(cl, adm, usable, target, moving, stopped, heuristic: str = EXA
         places = list(map(before.__getitem__, held))
         on = np.fromiter(chain.from_iterable(places), np.int64)
         workers = np.fromiter(chain.from_iterable(map(dict.values, places)), np.int64, on.size)
-        np.subtract.at(used, on, workers * np.repeat(cl.gpw[held], list(map(len, places))))
+        gpus = workers * np.repeat(cl.gpw[np.fromiter(held, np.int64, len(held))],
+                                   np.fromiter(map(len, places), np.int64, len(places)))
+        # a sum per server by one counting pass (np.subtract.at is several times slower): exact in float64, each
+        # server's GPUs being far below 2**53
+        used -= np.bincount(on, weights=gpus, minlength=used.shape[0]).astype(np.int64)
     # the arrays come from the validated snapshot and the steps before: build's arrays without its checks
+    at = np.fromiter(moving, np.int64, len(moving))  # one conversion for both gathers
     arrays = dict(server_free=np.where(usable, cl.gpus - used, 0), server_loaned=cl.kind != 0,
-                  job_workers=[target[j] for j in moving], job_base=cl.min_w[moving],
-                  job_gpus_per_worker=cl.gpw[moving])
+                  job_workers=np.fromiter(map(target.__getitem__, moving), np.int64, len(moving)),
+                  job_base=cl.min_w[at], job_gpus_per_worker=cl.gpw[at])
     with_current = current or heuristic != EXACT_WARM_START
     problem = PlacementProblem.trusted(**arrays, **(_current(before, moving) if with_current else {}))
     # the objective is not read here: evaluate=False spares its O(placement) on the hot path

@@ -16,7 +16,7 @@ import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.reclaim import ReclaimProblem, solve_reclaim
 from lyra_solver.formulations.vocabulary import ServerKind
-from lyra_solver.steps._state import Reclaimed, RoundState, Settings, StepReport
+from lyra_solver.steps._state import Reclaimed, RoundState, Settings, StepReport, remember_used, used_gpus
 
 __all__ = ["reclaim"]
 
@@ -67,6 +67,8 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     # the jobs with workers on a server given back (the others keep their placement), in job order
     back_pos = set(res.servers)
     hit = sorted({i for i, s in zip(hj, hs, strict=True) if s in back_pos})
+    used = used_gpus(cl, cl.placement).copy()  # the snapshot's, less what the jobs hit lose: O(their entries)
+    gpw = cl.gpw
     for j in map(jobs.__getitem__, hit):
         pl = cl.placement[j]
         assert pl is not None
@@ -79,4 +81,10 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
         else:
             placement[j] = None
             preempted.append(j)
-    return Reclaimed(back, tuple(placement), tuple(sorted(preempted)), frozenset(shrunk), StepReport.of(res))
+        g = int(gpw[j])
+        for s, n in pl.items():
+            if placement[j] is None or s in gone:
+                used[s] -= n * g
+    after = tuple(placement)
+    remember_used(cl, after, used)  # the loan, admission and scale steps ask for it
+    return Reclaimed(back, after, tuple(sorted(preempted)), frozenset(shrunk), StepReport.of(res))

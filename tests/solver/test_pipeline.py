@@ -294,3 +294,54 @@ def test_an_unchanged_placement_is_the_snapshots_in_server_order():
     assert list(b.placement.items()) == [("t1", 1), ("t2", 2)] and b.changed is False
     assert b.placement is snap.jobs[1].placement
     assert b'"placement":{"t0":2,"t1":2}' in encode(d)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(servers=st.integers(1, 80), jobs=st.integers(0, 200), seed=st.integers(0, 2**31 - 1),
+       running=st.floats(0.0, 1.0), reclaim=st.integers(0, 8), objective=st.sampled_from(["jct-reduction", "hesrpt"]))
+def test_decision_of_a_large_round_is_the_small_rounds_pass(servers, jobs, seed, running, reclaim, objective):
+    """:func:`lyra_solver.steps.decision._decision` has two passes, one over every job (below
+    ``_ARRAYS_MIN_JOBS``) and one over the running jobs with the preempted ones found by arrays: on the same
+    rounds (reclaims that preempt, borrowed servers that host or not) both give the same decision bytes."""
+    from unittest import mock
+
+    import lyra_solver.steps.decision as decision_step
+
+    snap = generate_snapshot(servers=servers, jobs=jobs, seed=seed, running_share=running, reclaim=reclaim)
+    data = io.encode(snap)
+    small = io.encode(decide(io.parse_snapshot(data), objective=objective))
+    with mock.patch.object(decision_step, "_ARRAYS_MIN_JOBS", 0):
+        large = io.encode(decide(io.parse_snapshot(data), objective=objective))
+    assert large == small
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(servers=st.integers(1, 80), jobs=st.integers(0, 200), seed=st.integers(0, 2**31 - 1),
+       running=st.floats(0.0, 1.0), reclaim=st.integers(0, 8))
+def test_reclaim_keeps_the_gpus_its_placements_use(servers, jobs, seed, running, reclaim):
+    """The reclaim step keeps the GPUs its result uses per server (for the loan, admission and scale steps): the
+    sum over its placements, counted afresh."""
+    from lyra_solver.pipeline import settings_of
+    from lyra_solver.steps import RoundState
+    from lyra_solver.steps._state import Cluster, used_gpus
+    from lyra_solver.steps.reclaim import reclaim as reclaim_step
+
+    snap = io.parse_snapshot(io.encode(generate_snapshot(servers=servers, jobs=jobs, seed=seed,
+                                                         running_share=running, reclaim=reclaim)))
+    cl = Cluster.of(snap)
+    rec = reclaim_step(RoundState(cl), settings_of(snap))
+    kept = used_gpus(cl, rec.placement)
+    assert kept.tolist() == used_gpus(cl, list(rec.placement)).tolist()  # a list is counted afresh
+    assert not kept.flags.writeable
+
+
+@given(max_w=st.lists(st.integers(0, 2**40), max_size=40), seed=st.integers(0, 2**31 - 1))
+def test_loan_total_demand_is_exact(max_w, seed):
+    """The loan step's total demand is the exact integer sum of max_workers x gpus_per_worker, by numpy where int64
+    holds it and by Python ints where it may not."""
+    import numpy as np
+    from lyra_solver.steps.loan import _total_demand
+
+    gpw = np.random.default_rng(seed).integers(1, 2**20, size=len(max_w))
+    a = np.array(max_w, np.int64)
+    assert _total_demand(a, gpw) == sum(w * int(g) for w, g in zip(max_w, gpw.tolist(), strict=True))
