@@ -22,7 +22,15 @@ from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
 from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
 from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD, OBJECTIVES
 from lyra_solver.objectives import JOINT_ADMISSION, horizons, preempt_values, wait_values
-from lyra_solver.steps._state import RoundState, Scaled, Settings, StepReport, usable_servers, used_gpus
+from lyra_solver.steps._state import (
+    RoundState,
+    Scaled,
+    Settings,
+    StepReport,
+    usable_servers,
+    used_gpus,
+    worker_counts,
+)
 from lyra_solver.values import (
     TIME_CAP,
     JobOptions,
@@ -51,19 +59,14 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         return _scale_joint(state, settings)
     cl, adm, rec = state.cluster, state.admitted, state.reclaimed
     snap = cl.snap
-    admitted = set(adm.admitted)
-    min_w, gpw = cl.min_w.tolist(), cl.gpw.tolist()
     # the jobs that run, in job order, with their current counts (0: admitted) and the extra GPUs they hold
-    jobs_run, cur, extra_gpus = [], {}, 0
-    for j, pl in enumerate(adm.placement):
-        if pl:
-            jobs_run.append(j)
-            if j in admitted:
-                cur[j] = 0
-            else:
-                cur[j] = c = sum(pl.values())
-                extra_gpus += (c - min_w[j]) * gpw[j]
-    jobs = tuple(jobs_run)
+    counts = worker_counts(cl, adm.placement, adm.admitted)  # admitted: at base demand
+    run = np.flatnonzero(counts)
+    if adm.admitted:
+        counts[list(adm.admitted)] = 0
+    held = counts[run]
+    extra_gpus = int(((held - cl.min_w[run]) * cl.gpw[run])[held > 0].sum())
+    jobs = tuple(run.tolist())
     usable = usable_servers(cl, rec, state.borrowed)
     capacity = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum()) + extra_gpus
     if not jobs:
@@ -74,9 +77,9 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     # extra workers are within it): a table within the limit that way needs no thinning
     table, opts, thinned = None, None, False
     if settings.objective == OBJECTIVES[0] and len(jobs) * (capacity + 1) <= MAX_TABLE_CELLS:
-        table = _lyra_table(state, jobs, [cur[j] for j in jobs], capacity, settings.backend)
+        table = _lyra_table(state, jobs, held, capacity, settings.backend)
     if table is None:
-        opts = job_options(state, jobs, cur, capacity)
+        opts = job_options(state, jobs, dict(zip(jobs, held.tolist(), strict=True)), capacity)
         opts, thinned = (opts, False) if len(opts) * (capacity + 1) <= MAX_TABLE_CELLS else _thin(opts)
         # Lyra's value reads no ages
         ages = [snap.now - snap.jobs[j].submit_time for j in jobs] if settings.objective != OBJECTIVES[0] else None
@@ -318,7 +321,7 @@ def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
 _THROUGHPUT, _WORK, _RESTART = (attrgetter(name) for name in ("throughput", "remaining_work", "restart_penalty"))
 
 
-def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: list[int], capacity: int,
+def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, capacity: int,
                 backend: str) -> ValueTable | None:
     """Lyra's value table of the jobs that run, the options of :func:`job_options` (same ranges, counts and
     restarts) taken as columns from the index view's arrays (:func:`lyra_solver.values.lyra_table`), without a
@@ -329,21 +332,29 @@ def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: list[int], ca
     idx = np.array(jobs, np.int64)
     lo, g = cl.min_w[idx], cl.gpw[idx]
     top = np.minimum(cl.max_w[idx], lo + capacity // g)
-    cur = np.array(current, np.int64)
+    cur = current
     charged = cur > 0  # restart charged: running, and neither shrunk by the reclaim nor a donor
     if shrunk:
-        charged &= ~np.isin(idx, list(shrunk))
+        charged &= ~_member(shrunk, idx, cl.gpw.shape[0])
     if donors:  # a donor keeps its count (and restarts anyway)
-        gave = np.isin(idx, list(donors))
+        gave = _member(donors, idx, cl.gpw.shape[0])
         top = np.where(gave, cur, top)
         charged &= ~gave
-    if resolve_backend(backend, len(jobs) * (int((top - lo).max()) + 1)) != "numpy":  # value_table's choice
-        return None
-    snap_jobs = cl.snap.jobs
-    run = [snap_jobs[j] for j in jobs]
-    pen = np.where(charged, np.fromiter(map(_RESTART, run), np.float64, len(run)), 0.0)
-    return lyra_table(list(map(_THROUGHPUT, run)), lo, top, g, cur, np.fromiter(map(_WORK, run), np.float64, len(run)),
+    if backend != "numpy" and resolve_backend(backend, len(jobs) * (int((top - lo).max()) + 1)) != "numpy":
+        return None  # value_table's choice of backend
+    run = list(map(cl.snap.jobs.__getitem__, jobs))
+    n = len(run)
+    pen = np.fromiter(map(_RESTART, run), np.float64, n)
+    pen[~charged] = 0.0
+    return lyra_table(list(map(_THROUGHPUT, run)), lo, top, g, cur, np.fromiter(map(_WORK, run), np.float64, n),
                       pen, server_gpus=cl.server_gpus)
+
+
+def _member(members: frozenset[int], idx: np.ndarray, n: int) -> np.ndarray:
+    """Mask of the entries of ``idx`` (job indices below ``n``) that are in ``members``. O(n)."""
+    mask = np.zeros(n, bool)
+    mask[list(members)] = True
+    return mask[idx]
 
 
 def job_options(state: RoundState, jobs: tuple[int, ...], current: dict[int, int], capacity: int) -> list[JobOptions]:

@@ -87,6 +87,6 @@ def test_scale_step_from_columns_is_the_options_table(seed, reclaim, running):
     cur = {j: 0 if j in admitted else sum(state.admitted.placement[j].values()) for j in jobs}
     for capacity in (0, 7, 1000):
         if jobs:
-            got = scale_mod._lyra_table(state, jobs, [cur[j] for j in jobs], capacity, "numpy")
+            got = scale_mod._lyra_table(state, jobs, np.array([cur[j] for j in jobs], np.int64), capacity, "numpy")
             _assert_same(got, value_table(scale_mod.job_options(state, jobs, cur, capacity),
                                           server_gpus=state.cluster.server_gpus, backend="numpy"))
