@@ -222,9 +222,14 @@ class Scaled:
     """Step 4: the worker count of every job that runs, from the MCKP over the value table."""
 
     jobs: tuple[int, ...]  # the jobs that run (running kept + admitted), in job order
-    table: ValueTable
+    table: ValueTable  # row i: the job jobs[i], or jobs[rows[i]] where ``rows`` is given
     targets: np.ndarray  # workers per entry of ``jobs``
     report: StepReport
+    #: positions in ``jobs`` of the table's rows when the table leaves out the jobs with one option (Lyra's
+    #: table: their value needs no rate); ``None``: every job, in order
+    rows: np.ndarray | None = None
+    #: with ``rows``: each entry of ``jobs``'s value at its ``min_workers`` (the table's first column)
+    fixed: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -45,6 +45,31 @@ def _value_of(state: RoundState, j: int, w: int, row: int) -> float:
     return t(job.min_workers) - t(w) - (job.restart_penalty if untouched and w != c else 0.0)
 
 
+def _gather(sc, entries: np.ndarray, workers: np.ndarray, gpw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The scale step's value of each entry ``entries[i]`` of ``sc.jobs`` at ``workers[i]``, and whether it is
+    one of its table's options (``False``: a count off a thinned grid, or off the only option of a job left out
+    of the table; the caller computes those). O(len(entries))."""
+    table = sc.table
+    if sc.rows is None:  # row i of the table is entry i
+        k = workers - table.min_workers[entries]
+        kk = np.minimum(k, table.values.shape[1] - 1)
+        on_grid = (k < table.sizes[entries]) & (table.weights[entries, kk] == gpw * k)  # False: thinned rows
+        return table.values[entries, kk], on_grid
+    row = np.full(len(sc.jobs), -1, np.int64)  # the table's row of each entry (-1: one option, at min)
+    row[sc.rows] = np.arange(sc.rows.shape[0])
+    row = row[entries]
+    values = sc.fixed[entries]  # a new array (fancy indexing): the table's entries go over it
+    on_grid = workers == sc.targets[entries]  # a job left out runs at min_workers, its target, or is computed
+    inside = np.flatnonzero(row >= 0)
+    if inside.size:
+        r, w = row[inside], workers[inside]
+        k = w - table.min_workers[r]
+        kk = np.minimum(k, table.values.shape[1] - 1)
+        on_grid[inside] = (k < table.sizes[r]) & (table.weights[r, kk] == gpw[inside] * k)
+        values[inside] = table.values[r, kk]
+    return values, on_grid
+
+
 def _ascending(p: dict[int, int]) -> bool:
     """Whether the server indices of ``p`` come in increasing order (distinct keys: sorted is increasing)."""
     return list(p) == sorted(p)
@@ -64,15 +89,12 @@ def _decision(state: RoundState) -> Decision:
     preemptions = 0
     jct = 0.0
     # the value of each running job's option, gathered at once, summed in job order (as before)
-    table = sc.table
-    run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
+    run = np.asarray(sc.jobs, np.int64)  # the jobs the scale step valued
     workers = np.array(count, np.int64)[run]
-    rows = np.flatnonzero(workers)  # the rows of the jobs that run
+    rows = np.flatnonzero(workers)  # the entries of the jobs that run
     workers = workers[rows]
-    k = workers - table.min_workers[rows]
-    kk = np.minimum(k, table.values.shape[1] - 1)
-    on_grid = (k < table.sizes[rows]) & (table.weights[rows, kk] == cl.gpw[run[rows]] * k)  # False: thinned rows
-    gathered = table.values[rows, kk].tolist()
+    values, on_grid = _gather(sc, rows, workers, cl.gpw[run[rows]])
+    gathered = values.tolist()
     if on_grid.all():
         for v in gathered:
             jct += v

@@ -75,9 +75,11 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
                                      np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
     # a row holds at most capacity + 1 options (job_options cuts what is heavier than the capacity; a donor's
     # extra workers are within it): a table within the limit that way needs no thinning
-    table, opts, thinned = None, None, False
+    table, opts, thinned, rows, fixed = None, None, False, None, None
     if settings.objective == OBJECTIVES[0] and len(jobs) * (capacity + 1) <= MAX_TABLE_CELLS:
-        table = _lyra_table(state, jobs, held, capacity, settings.backend)
+        lyra = _lyra_table(state, jobs, held, capacity, settings.backend)
+        if lyra is not None:
+            table, rows, fixed = lyra
     if table is None:
         opts = job_options(state, jobs, dict(zip(jobs, held.tolist(), strict=True)), capacity)
         opts, thinned = (opts, False) if len(opts) * (capacity + 1) <= MAX_TABLE_CELLS else _thin(opts)
@@ -86,9 +88,9 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend,
                             objective=settings.objective, ages=ages)
     elastic = np.flatnonzero(table.sizes > 1)
-    targets = table.min_workers.copy()
+    targets = table.min_workers.copy() if rows is None else cl.min_w[run]
     if elastic.size == 0:
-        return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0))
+        return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0), rows, fixed)
     values = table.values[elastic]
     # the table's own arrays (int64 weights >= 0, sizes >= 1, values finite once the padding's -inf are 0)
     problem = MCKPProblem.from_table(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
@@ -106,7 +108,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         top = np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size)
         targets[elastic] = np.clip(base + choice * step, lo, top)
     else:  # every row is min..max by single workers (option_grid's base min, step 1, sizes max - min + 1)
-        targets[elastic] = np.clip(lo + choice, lo, lo + table.sizes[elastic] - 1)
+        targets[elastic if rows is None else rows[elastic]] = np.clip(lo + choice, lo, lo + table.sizes[elastic] - 1)
     report = StepReport.of(res, method=f"mckp-{res.method}")
     if thinned and settings.objective != OBJECTIVES[0]:  # the LP bound is Lyra's value's: no proven bound here
         value = _true_value(opts, table, elastic.tolist(), targets[elastic], cl.server_gpus)
@@ -115,7 +117,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         chosen, value = _refine(opts, table, elastic, capacity, targets[elastic], cl.server_gpus, settings, method)
         targets[elastic] = chosen
         report = _thinned_report(res, value, opts, table, elastic, capacity, cl.server_gpus, settings)
-    return Scaled(jobs, table, targets, report)
+    return Scaled(jobs, table, targets, report, rows, fixed)
 
 
 def _scale_joint(state: RoundState, settings: Settings) -> Scaled:
@@ -322,12 +324,15 @@ _THROUGHPUT, _WORK, _RESTART = (attrgetter(name) for name in ("throughput", "rem
 
 
 def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, capacity: int,
-                backend: str) -> ValueTable | None:
-    """Lyra's value table of the jobs that run, the options of :func:`job_options` (same ranges, counts and
-    restarts) taken as columns from the index view's arrays (:func:`lyra_solver.values.lyra_table`), without a
-    :class:`JobOptions` per job: the table :func:`value_table` makes of them, bit for bit. ``None`` where
-    ``backend`` would run that table on a GPU library (the caller then builds the options). O(J) array work
-    and O(J M) for the table."""
+                backend: str) -> tuple[ValueTable, np.ndarray, np.ndarray] | None:
+    """Lyra's value table of the jobs that run with more than one option, the options of :func:`job_options`
+    (same ranges, counts and restarts) taken as columns from the index view's arrays
+    (:func:`lyra_solver.values.lyra_table`), without a :class:`JobOptions` per job: those rows of the table
+    :func:`value_table` makes of them, bit for bit. Returns ``(table, rows, fixed)``: ``rows`` the positions in
+    ``jobs`` of the table's rows; ``fixed`` every job's value at ``min_workers``, the table's first column, which
+    needs no rate (``T(min) - T(min)`` is 0: times are finite), only the restart. ``None`` where ``backend``
+    would run the whole table on a GPU library (the caller then builds the options). O(J) array work and O(E M)
+    for the table of the E jobs with a choice."""
     cl, shrunk, donors = state.cluster, state.reclaimed.shrunk, state.admitted.donors
     idx = np.array(jobs, np.int64)
     lo, g = cl.min_w[idx], cl.gpw[idx]
@@ -341,13 +346,21 @@ def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, c
         top = np.where(gave, cur, top)
         charged &= ~gave
     if backend != "numpy" and resolve_backend(backend, len(jobs) * (int((top - lo).max()) + 1)) != "numpy":
-        return None  # value_table's choice of backend
+        return None  # value_table's choice of backend, on the whole table
     run = list(map(cl.snap.jobs.__getitem__, jobs))
-    n = len(run)
-    pen = np.fromiter(map(_RESTART, run), np.float64, n)
+    pen = np.fromiter(map(_RESTART, run), np.float64, len(run))
     pen[~charged] = 0.0
-    return lyra_table(list(map(_THROUGHPUT, run)), lo, top, g, cur, np.fromiter(map(_WORK, run), np.float64, n),
-                      pen, server_gpus=cl.server_gpus)
+    fixed = 0.0 - pen * ((cur > 0) & (lo != cur))  # the table's T(min) - T(min) - penalty x restart, at min
+    rows = np.flatnonzero(top > lo)
+    if rows.size == 0:
+        empty = np.zeros((0, 1))
+        return ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64), np.zeros(0, np.int64)), rows, fixed
+    if rows.size < len(run):
+        run = list(map(run.__getitem__, rows.tolist()))
+        lo, top, g, cur, pen = lo[rows], top[rows], g[rows], cur[rows], pen[rows]
+    table = lyra_table(list(map(_THROUGHPUT, run)), lo, top, g, cur, np.fromiter(map(_WORK, run), np.float64, len(run)),
+                       pen, server_gpus=cl.server_gpus)
+    return table, rows, fixed
 
 
 def _member(members: frozenset[int], idx: np.ndarray, n: int) -> np.ndarray:
