@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from itertools import compress
+from operator import is_
 
 import numpy as np
 from lyra_solver.formulations import SolveResult
@@ -31,7 +32,7 @@ from lyra_solver.types import PackingGroup, Snapshot
 from lyra_solver.values import ValueTable
 
 __all__ = ["Admitted", "Cluster", "Placed", "Reclaimed", "RoundState", "Scaled", "Settings", "StepReport",
-           "remember_used", "usable_servers", "used_gpus"]
+           "remember_used", "usable_servers", "used_gpus", "worker_counts"]
 
 #: Workers per server index of one job (``None``: the job does not run).
 JobPlacement = dict[int, int] | None
@@ -90,6 +91,8 @@ class Cluster:
     max_w: np.ndarray
     placement: tuple[JobPlacement, ...]
     server_gpus: int
+    #: workers each job holds in the snapshot (0: none), read-only
+    workers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     #: :func:`used_gpus` of the placement tuples asked for so far this round, by ``id`` (each entry holds its
     #: tuple, so the id stays that tuple's): the reclaim, loan, admission and scale steps ask for the same ones
     used_memo: dict[int, tuple[tuple[JobPlacement, ...], np.ndarray]] = field(default_factory=dict, repr=False)
@@ -111,18 +114,24 @@ class Cluster:
         used = [0] * len(servers)
         placement = []
         add = placement.append
-        for j in jobs:
+        workers = [0] * len(jobs)
+        for i, j in enumerate(jobs):
             pl = j.placement
             if pl is None:
                 add(None)
                 continue
             g = j.gpus_per_worker
             p = {}
+            n = 0
             for k, v in pl.items():
                 s = sid[k]
                 p[s] = v
                 used[s] += v * g
+                n += v
+            workers[i] = n
             add(p)
+        held = np.array(workers, np.int64)
+        held.setflags(write=False)
         cl = cls(
             snap=snap, sid=sid, gpus=gpus, kind=kind,
             gpw=np.array([j.gpus_per_worker for j in jobs], np.int64),
@@ -130,6 +139,7 @@ class Cluster:
             max_w=np.array([j.max_workers for j in jobs], np.int64),
             placement=tuple(placement),
             server_gpus=server_gpus,
+            workers=held,
         )
         remember_used(cl, cl.placement, np.array(used, np.int64))
         return cl
@@ -212,9 +222,14 @@ class Scaled:
     """Step 4: the worker count of every job that runs, from the MCKP over the value table."""
 
     jobs: tuple[int, ...]  # the jobs that run (running kept + admitted), in job order
-    table: ValueTable
+    table: ValueTable  # row i: the job jobs[i], or jobs[rows[i]] where ``rows`` is given
     targets: np.ndarray  # workers per entry of ``jobs``
     report: StepReport
+    #: positions in ``jobs`` of the table's rows when the table leaves out the jobs with one option (Lyra's
+    #: table: their value needs no rate); ``None``: every job, in order
+    rows: np.ndarray | None = None
+    #: with ``rows``: each entry of ``jobs``'s value at its ``min_workers`` (the table's first column)
+    fixed: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -288,6 +303,31 @@ def used_gpus(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPlaceme
     if type(placement) is tuple:
         remember_used(cl, placement, out)
     return out
+
+
+def worker_counts(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPlacement],
+                  base: tuple[int, ...] = ()) -> np.ndarray:
+    """Workers of each job in ``placement`` (0: none, or an empty placement), a new int64 array.
+
+    A step leaves the placement of a job it does not touch as the very dict of the index view: those counts are
+    the snapshot's (:attr:`Cluster.workers`), and only the entries that are other objects are summed. The jobs of
+    ``base`` are known to hold their base demand in ``placement`` (the admitted ones: ``min_workers``), and are
+    not summed. O(J) C-level identity checks plus O(entries of the changed jobs outside ``base``)."""
+    before = cl.placement
+    if len(placement) != len(before):
+        raise ValueError(f"worker_counts: {len(placement)} placements for {len(before)} jobs")
+    counts = cl.workers.copy()
+    if placement is before:
+        return counts
+    same = np.fromiter(map(is_, placement, before), bool, len(before))
+    if base:
+        at = list(base)
+        same[at] = True
+        counts[at] = cl.min_w[at]
+    for j in np.flatnonzero(~same).tolist():
+        pl = placement[j]
+        counts[j] = sum(pl.values()) if pl else 0
+    return counts
 
 
 def remember_used(cl: Cluster, placement: tuple[JobPlacement, ...], used: np.ndarray) -> None:

@@ -12,7 +12,7 @@ from operator import attrgetter, is_not
 
 import numpy as np
 from lyra_solver.formulations.vocabulary import OBJECTIVES
-from lyra_solver.steps._state import RoundState
+from lyra_solver.steps._state import RoundState, worker_counts
 from lyra_solver.types import Decision, FrozenDict, JobDecision, ServerDecision, Summary
 from lyra_solver.values import TIME_CAP, JobOptions, option_value
 
@@ -48,6 +48,31 @@ def _value_of(state: RoundState, j: int, w: int, row: int) -> float:
     return t(job.min_workers) - t(w) - (job.restart_penalty if untouched and w != c else 0.0)
 
 
+def _gather(sc, entries: np.ndarray, workers: np.ndarray, gpw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The scale step's value of each entry ``entries[i]`` of ``sc.jobs`` at ``workers[i]``, and whether it is
+    one of its table's options (``False``: a count off a thinned grid, or off the only option of a job left out
+    of the table; the caller computes those). O(len(entries))."""
+    table = sc.table
+    if sc.rows is None:  # row i of the table is entry i
+        k = workers - table.min_workers[entries]
+        kk = np.minimum(k, table.values.shape[1] - 1)
+        on_grid = (k < table.sizes[entries]) & (table.weights[entries, kk] == gpw * k)  # False: thinned rows
+        return table.values[entries, kk], on_grid
+    row = np.full(len(sc.jobs), -1, np.int64)  # the table's row of each entry (-1: one option, at min)
+    row[sc.rows] = np.arange(sc.rows.shape[0])
+    row = row[entries]
+    values = sc.fixed[entries]  # a new array (fancy indexing): the table's entries go over it
+    on_grid = workers == sc.targets[entries]  # a job left out runs at min_workers, its target, or is computed
+    inside = np.flatnonzero(row >= 0)
+    if inside.size:
+        r, w = row[inside], workers[inside]
+        k = w - table.min_workers[r]
+        kk = np.minimum(k, table.values.shape[1] - 1)
+        on_grid[inside] = (k < table.sizes[r]) & (table.weights[r, kk] == gpw[inside] * k)
+        values[inside] = table.values[r, kk]
+    return values, on_grid
+
+
 def _ascending(p: dict[int, int]) -> bool:
     """Whether the server indices of ``p`` come in increasing order (distinct keys: sorted is increasing)."""
     return list(p) == sorted(p)
@@ -81,24 +106,18 @@ def _decision(state: RoundState) -> Decision:
     n_jobs = len(placement)
     run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
     small = n_jobs < _ARRAYS_MIN_JOBS
-    if small:  # workers of every job (0: none)
-        count = [sum(p.values()) if p else 0 for p in placement]
-        workers = np.array(count, np.int64)[run]
+    count_a = worker_counts(cl, placement)  # workers of every job (0: none)
+    workers = count_a[run]
+    if small:
+        count = count_a.tolist()
     else:  # the jobs that run (a non-empty placement), in job order, and their workers
         running = list(compress(range(n_jobs), placement))
-        run_w = [sum(placement[j].values()) for j in running]  # type: ignore[union-attr]
-        count_a = np.zeros(n_jobs, np.int64)
-        count_a[np.fromiter(running, np.int64, len(running))] = np.fromiter(run_w, np.int64, len(run_w))
-        workers = count_a[run]
+        run_w = count_a[running].tolist()
     # the value of each running job's option, gathered at once, summed in job order (as before)
-    table = sc.table
-    rows_run = np.flatnonzero(workers)  # the rows of the jobs that run
+    rows_run = np.flatnonzero(workers)  # the entries of the jobs that run
     workers = workers[rows_run]
-    k = workers - table.min_workers[rows_run]
-    kk = np.minimum(k, table.values.shape[1] - 1)
-    # False: thinned rows
-    on_grid = (k < table.sizes[rows_run]) & (table.weights[rows_run, kk] == cl.gpw[run[rows_run]] * k)
-    gathered = table.values[rows_run, kk].tolist()
+    values, on_grid = _gather(sc, rows_run, workers, cl.gpw[run[rows_run]])
+    gathered = values.tolist()
     jct = 0.0
     if on_grid.all():
         for v in gathered:

@@ -22,7 +22,15 @@ from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
 from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
 from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD, OBJECTIVES
 from lyra_solver.objectives import JOINT_ADMISSION, horizons, preempt_values, wait_values
-from lyra_solver.steps._state import RoundState, Scaled, Settings, StepReport, usable_servers, used_gpus
+from lyra_solver.steps._state import (
+    RoundState,
+    Scaled,
+    Settings,
+    StepReport,
+    usable_servers,
+    used_gpus,
+    worker_counts,
+)
 from lyra_solver.values import (
     TIME_CAP,
     JobOptions,
@@ -51,19 +59,14 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         return _scale_joint(state, settings)
     cl, adm, rec = state.cluster, state.admitted, state.reclaimed
     snap = cl.snap
-    admitted = set(adm.admitted)
-    min_w, gpw = cl.min_w.tolist(), cl.gpw.tolist()
     # the jobs that run, in job order, with their current counts (0: admitted) and the extra GPUs they hold
-    jobs_run, cur, extra_gpus = [], {}, 0
-    for j, pl in enumerate(adm.placement):
-        if pl:
-            jobs_run.append(j)
-            if j in admitted:
-                cur[j] = 0
-            else:
-                cur[j] = c = sum(pl.values())
-                extra_gpus += (c - min_w[j]) * gpw[j]
-    jobs = tuple(jobs_run)
+    counts = worker_counts(cl, adm.placement, adm.admitted)  # admitted: at base demand
+    run = np.flatnonzero(counts)
+    if adm.admitted:
+        counts[list(adm.admitted)] = 0
+    held = counts[run]
+    extra_gpus = int(((held - cl.min_w[run]) * cl.gpw[run])[held > 0].sum())
+    jobs = tuple(run.tolist())
     usable = usable_servers(cl, rec, state.borrowed)
     capacity = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum()) + extra_gpus
     if not jobs:
@@ -72,20 +75,22 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
                                      np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
     # a row holds at most capacity + 1 options (job_options cuts what is heavier than the capacity; a donor's
     # extra workers are within it): a table within the limit that way needs no thinning
-    table, opts, thinned = None, None, False
+    table, opts, thinned, rows, fixed = None, None, False, None, None
     if settings.objective == OBJECTIVES[0] and len(jobs) * (capacity + 1) <= MAX_TABLE_CELLS:
-        table = _lyra_table(state, jobs, [cur[j] for j in jobs], capacity, settings.backend)
+        lyra = _lyra_table(state, jobs, held, capacity, settings.backend)
+        if lyra is not None:
+            table, rows, fixed = lyra
     if table is None:
-        opts = job_options(state, jobs, cur, capacity)
+        opts = job_options(state, jobs, dict(zip(jobs, held.tolist(), strict=True)), capacity)
         opts, thinned = (opts, False) if len(opts) * (capacity + 1) <= MAX_TABLE_CELLS else _thin(opts)
         # Lyra's value reads no ages
         ages = [snap.now - snap.jobs[j].submit_time for j in jobs] if settings.objective != OBJECTIVES[0] else None
         table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend,
                             objective=settings.objective, ages=ages)
     elastic = np.flatnonzero(table.sizes > 1)
-    targets = table.min_workers.copy()
+    targets = table.min_workers.copy() if rows is None else cl.min_w[run]
     if elastic.size == 0:
-        return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0))
+        return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0), rows, fixed)
     values = table.values[elastic]
     # the table's own arrays (int64 weights >= 0, sizes >= 1, values finite once the padding's -inf are 0)
     problem = MCKPProblem.from_table(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
@@ -103,7 +108,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         top = np.fromiter((opts[i].max_workers for i in elastic.tolist()), np.int64, elastic.size)
         targets[elastic] = np.clip(base + choice * step, lo, top)
     else:  # every row is min..max by single workers (option_grid's base min, step 1, sizes max - min + 1)
-        targets[elastic] = np.clip(lo + choice, lo, lo + table.sizes[elastic] - 1)
+        targets[elastic if rows is None else rows[elastic]] = np.clip(lo + choice, lo, lo + table.sizes[elastic] - 1)
     report = StepReport.of(res, method=f"mckp-{res.method}")
     if thinned and settings.objective != OBJECTIVES[0]:  # the LP bound is Lyra's value's: no proven bound here
         value = _true_value(opts, table, elastic.tolist(), targets[elastic], cl.server_gpus)
@@ -112,7 +117,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         chosen, value = _refine(opts, table, elastic, capacity, targets[elastic], cl.server_gpus, settings, method)
         targets[elastic] = chosen
         report = _thinned_report(res, value, opts, table, elastic, capacity, cl.server_gpus, settings)
-    return Scaled(jobs, table, targets, report)
+    return Scaled(jobs, table, targets, report, rows, fixed)
 
 
 def _scale_joint(state: RoundState, settings: Settings) -> Scaled:
@@ -318,32 +323,51 @@ def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
 _THROUGHPUT, _WORK, _RESTART = (attrgetter(name) for name in ("throughput", "remaining_work", "restart_penalty"))
 
 
-def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: list[int], capacity: int,
-                backend: str) -> ValueTable | None:
-    """Lyra's value table of the jobs that run, the options of :func:`job_options` (same ranges, counts and
-    restarts) taken as columns from the index view's arrays (:func:`lyra_solver.values.lyra_table`), without a
-    :class:`JobOptions` per job: the table :func:`value_table` makes of them, bit for bit. ``None`` where
-    ``backend`` would run that table on a GPU library (the caller then builds the options). O(J) array work
-    and O(J M) for the table."""
+def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, capacity: int,
+                backend: str) -> tuple[ValueTable, np.ndarray, np.ndarray] | None:
+    """Lyra's value table of the jobs that run with more than one option, the options of :func:`job_options`
+    (same ranges, counts and restarts) taken as columns from the index view's arrays
+    (:func:`lyra_solver.values.lyra_table`), without a :class:`JobOptions` per job: those rows of the table
+    :func:`value_table` makes of them, bit for bit. Returns ``(table, rows, fixed)``: ``rows`` the positions in
+    ``jobs`` of the table's rows; ``fixed`` every job's value at ``min_workers``, the table's first column, which
+    needs no rate (``T(min) - T(min)`` is 0: times are finite), only the restart. ``None`` where ``backend``
+    would run the whole table on a GPU library (the caller then builds the options). O(J) array work and O(E M)
+    for the table of the E jobs with a choice."""
     cl, shrunk, donors = state.cluster, state.reclaimed.shrunk, state.admitted.donors
     idx = np.array(jobs, np.int64)
     lo, g = cl.min_w[idx], cl.gpw[idx]
     top = np.minimum(cl.max_w[idx], lo + capacity // g)
-    cur = np.array(current, np.int64)
+    cur = current
     charged = cur > 0  # restart charged: running, and neither shrunk by the reclaim nor a donor
     if shrunk:
-        charged &= ~np.isin(idx, list(shrunk))
+        charged &= ~_member(shrunk, idx, cl.gpw.shape[0])
     if donors:  # a donor keeps its count (and restarts anyway)
-        gave = np.isin(idx, list(donors))
+        gave = _member(donors, idx, cl.gpw.shape[0])
         top = np.where(gave, cur, top)
         charged &= ~gave
-    if resolve_backend(backend, len(jobs) * (int((top - lo).max()) + 1)) != "numpy":  # value_table's choice
-        return None
-    snap_jobs = cl.snap.jobs
-    run = [snap_jobs[j] for j in jobs]
-    pen = np.where(charged, np.fromiter(map(_RESTART, run), np.float64, len(run)), 0.0)
-    return lyra_table(list(map(_THROUGHPUT, run)), lo, top, g, cur, np.fromiter(map(_WORK, run), np.float64, len(run)),
-                      pen, server_gpus=cl.server_gpus)
+    if backend != "numpy" and resolve_backend(backend, len(jobs) * (int((top - lo).max()) + 1)) != "numpy":
+        return None  # value_table's choice of backend, on the whole table
+    run = list(map(cl.snap.jobs.__getitem__, jobs))
+    pen = np.fromiter(map(_RESTART, run), np.float64, len(run))
+    pen[~charged] = 0.0
+    fixed = 0.0 - pen * ((cur > 0) & (lo != cur))  # the table's T(min) - T(min) - penalty x restart, at min
+    rows = np.flatnonzero(top > lo)
+    if rows.size == 0:
+        empty = np.zeros((0, 1))
+        return ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64), np.zeros(0, np.int64)), rows, fixed
+    if rows.size < len(run):
+        run = list(map(run.__getitem__, rows.tolist()))
+        lo, top, g, cur, pen = lo[rows], top[rows], g[rows], cur[rows], pen[rows]
+    table = lyra_table(list(map(_THROUGHPUT, run)), lo, top, g, cur, np.fromiter(map(_WORK, run), np.float64, len(run)),
+                       pen, server_gpus=cl.server_gpus)
+    return table, rows, fixed
+
+
+def _member(members: frozenset[int], idx: np.ndarray, n: int) -> np.ndarray:
+    """Mask of the entries of ``idx`` (job indices below ``n``) that are in ``members``. O(n)."""
+    mask = np.zeros(n, bool)
+    mask[list(members)] = True
+    return mask[idx]
 
 
 def job_options(state: RoundState, jobs: tuple[int, ...], current: dict[int, int], capacity: int) -> list[JobOptions]:

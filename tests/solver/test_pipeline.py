@@ -273,6 +273,35 @@ def test_index_view_sharing_the_servers_is_the_view_afresh(seed, running):
         assert kept.tolist() == used_gpus(shared, list(shared.placement)).tolist()
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), running=st.floats(0.0, 1.0), data=st.data())
+def test_worker_counts_equal_the_sums_of_any_placement(seed, running, data):
+    """:func:`lyra_solver.steps._state.worker_counts` takes an unchanged job's count from the index view
+    (:attr:`Cluster.workers`, the snapshot's) and sums only the entries that are other objects: on a step's
+    placement with entries replaced (another dict of other counts, a copy, ``None``, an empty dict) it equals
+    the sum over every entry; the jobs given as ``base`` count ``min_workers`` (an admitted job's base demand)."""
+    from lyra_solver.steps._state import Cluster, worker_counts
+
+    snap = io.parse_snapshot(json.dumps(generate_snapshot(servers=6, jobs=12, seed=seed,
+                                                          running_share=running)).encode())
+    cl = Cluster.of(snap)
+    assert cl.workers.tolist() == [sum(p.values()) if p else 0 for p in cl.placement]
+    assert not cl.workers.flags.writeable
+    placement = list(cl.placement)
+    n = len(placement)
+    for j in data.draw(st.lists(st.integers(0, n - 1), max_size=n)):
+        placement[j] = data.draw(st.sampled_from([None, {}, {0: 1}, {0: 2, 1: 3},
+                                                  dict(placement[j]) if placement[j] else None]))
+    base = tuple(data.draw(st.sets(st.integers(0, n - 1), max_size=n)))
+    for j in base:
+        placement[j] = {0: int(cl.min_w[j])}
+    counts = worker_counts(cl, tuple(placement), base)
+    assert counts.tolist() == [sum(p.values()) if p else 0 for p in placement]
+    assert worker_counts(cl, cl.placement).tolist() == cl.workers.tolist()
+    counts[:] = -1  # a new array each time: the view's is never handed out
+    assert cl.workers.tolist() == [sum(p.values()) if p else 0 for p in cl.placement]
+
+
 def test_an_unchanged_placement_is_the_snapshots_in_server_order():
     """A running job no step moves keeps its snapshot placement: the decision shows it with its servers in the
     snapshot's server order (the order every decision writes), whatever order the snapshot gave them in, and

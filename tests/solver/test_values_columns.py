@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lyra_solver import io
 from lyra_solver.bench.generate import generate_snapshot
-from lyra_solver.values import lyra_table, value_table
+from lyra_solver.steps._state import Scaled
+from lyra_solver.values import ValueTable, lyra_table, value_table
 
 from tests.solver.test_values import job_options, profile_options
 
@@ -54,9 +55,10 @@ def test_lyra_table_is_value_table_bit_for_bit(jobs, server_gpus, compiled):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), reclaim=st.integers(0, 3), running=st.floats(0.5, 0.9))
 def test_scale_step_from_columns_is_the_options_table(seed, reclaim, running):
-    """The scale step takes Lyra's table from the index view's columns (:func:`lyra_table`); building it from
-    :func:`job_options` instead gives the same table and the same worker counts, on rounds with shrunk jobs
-    (a reclaim) and donors (a crowded queue)."""
+    """The scale step takes Lyra's table from the index view's columns (:func:`lyra_table`), for the jobs with
+    more than one option; building it from :func:`job_options` instead gives the same rows, the same first
+    column (the values of the jobs left out) and the same worker counts, on rounds with shrunk jobs (a reclaim)
+    and donors (a crowded queue)."""
     import lyra_solver.steps.scale as scale_mod
     from lyra_solver.pipeline import settings_of
     from lyra_solver.steps import STEPS, RoundState
@@ -79,7 +81,7 @@ def test_scale_step_from_columns_is_the_options_table(seed, reclaim, running):
     assert fast.jobs == ref.jobs
     if fast.jobs:
         assert len(taken) == 1 and taken[0] is not None
-        _assert_same(fast.table, ref.table)
+        _assert_rows(fast, ref.table)
     assert fast.targets.tolist() == ref.targets.tolist() and fast.report == ref.report
     # and at any capacity (a wide one leaves the shrunk jobs' and donors' rows more than one option)
     admitted = set(state.admitted.admitted)
@@ -87,6 +89,23 @@ def test_scale_step_from_columns_is_the_options_table(seed, reclaim, running):
     cur = {j: 0 if j in admitted else sum(state.admitted.placement[j].values()) for j in jobs}
     for capacity in (0, 7, 1000):
         if jobs:
-            got = scale_mod._lyra_table(state, jobs, [cur[j] for j in jobs], capacity, "numpy")
-            _assert_same(got, value_table(scale_mod.job_options(state, jobs, cur, capacity),
-                                          server_gpus=state.cluster.server_gpus, backend="numpy"))
+            table, rows, fixed = scale_mod._lyra_table(state, jobs, np.array([cur[j] for j in jobs], np.int64),
+                                                       capacity, "numpy")
+            _assert_rows(Scaled(jobs, table, np.zeros(0), None, rows, fixed),
+                         value_table(scale_mod.job_options(state, jobs, cur, capacity),
+                                     server_gpus=state.cluster.server_gpus, backend="numpy"))
+
+
+def _assert_rows(scaled, ref) -> None:
+    """The scale step's table is the rows of ``ref`` (the whole table) with more than one option, and its fixed
+    values are ``ref``'s first column for every job, bit for bit."""
+    assert scaled.rows is not None and scaled.fixed is not None
+    assert scaled.rows.tolist() == np.flatnonzero(ref.sizes > 1).tolist()
+    assert scaled.fixed.tobytes() == ref.values[:, 0].tobytes()
+    if scaled.rows.size:
+        m = int(ref.sizes[scaled.rows].max())
+        part = ValueTable(ref.values[scaled.rows, :m], ref.weights[scaled.rows, :m], ref.times[scaled.rows, :m],
+                          ref.sizes[scaled.rows], ref.min_workers[scaled.rows])
+        _assert_same(scaled.table, part)
+    else:
+        assert scaled.table.values.shape[0] == 0
