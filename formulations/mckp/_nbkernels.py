@@ -1519,7 +1519,7 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
             yV = np.empty(size, dtype=np.float64)
             yP = np.empty(size, dtype=np.int64)
             yI = np.empty(size, dtype=np.int64)
-        if S > lagS.shape[0]:
+        if lagS.shape[0] < S:
             lagS = np.empty(max(S, 2 * lagS.shape[0]), dtype=np.float64)
         if S * k > bW.shape[0]:  # the buffer that W does not use (the one of the step before)
             size = max(S * k, 2 * bW.shape[0])

@@ -354,7 +354,8 @@ def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, c
     rows = np.flatnonzero(top > lo)
     if rows.size == 0:
         empty = np.zeros((0, 1))
-        return ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64), np.zeros(0, np.int64)), rows, fixed
+        none = np.zeros(0, np.int64)
+        return ValueTable(empty, empty.astype(np.int64), empty, none, none.copy()), rows, fixed
     if rows.size < len(run):
         run = list(map(run.__getitem__, rows.tolist()))
         lo, top, g, cur, pen = lo[rows], top[rows], g[rows], cur[rows], pen[rows]
