@@ -2282,8 +2282,9 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
     ``core.first_guess`` while above the start, then from the start); the same choice and counters as the calls from
     Python, without their boxing and Python lines (a 100 x 10 solve spent most of its time there). Returns
     ``(code, pos, bound, objective, stats)``: ``code`` as ``search``'s, or ``SOLVED_LP_INTEGRAL`` (``bound`` the LP's),
-    ``SOLVED_LP_BOUND``, or -1 where the Python path must answer (an infeasible LP, a congruence whose sums
-    leave int64, or a search handed back); ``objective`` the choice's value (numpy's sum, by ``np_sum``);
+    ``SOLVED_LP_BOUND``, ``SOLVED_FACE_BOUND`` (``face_bound`` proved the start), or -1 where the Python path must
+    answer (an infeasible LP, a congruence whose sums leave int64, or a search handed back); ``objective`` the
+    choice's value (numpy's sum, by ``np_sum``);
     ``stats`` = classes, states, max_states, candidates, free_start, numba."""
     n = sizes.shape[0]
     stats = np.zeros(6, dtype=np.int64)

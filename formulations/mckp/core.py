@@ -20,6 +20,9 @@ Written from the published description of the algorithm (no code of its authors 
    choice reaches ``U`` and is optimal at the root (bitsets of the reachable sums, the classes with the smallest
    moves first); else the closest one below the capacity is offered as the incumbent, and with an integral break
    gradient a second fill allows one unit of loss (:func:`_face_fill_loss1_numpy`: the optimum one below ``U``).
+   When the start is then ``U - 1`` (an integral ``U``), the *face bound* (:func:`_face_bound_numpy`) looks for a
+   zero-loss fill of the capacity over every class, with no sum that could still reach it dropped: when there is
+   none, no choice reaches ``U``, so the start is optimal, proven at the root (backend status ``face-bound``).
 3. **Expand** (the loop of :func:`solve_core`). The core starts with the break class; the other classes wait in
    an upgrade list (by decreasing ``lam+``) and a downgrade list (by increasing ``lam-``), sorted lazily (only
    the prefix read so far, :class:`_LazyOrder`), and enter one at a time from the list whose head gradient is
