@@ -2184,9 +2184,92 @@ def _face_fill_loss1(weights, values, sizes, lp_pos, base_w, base_v, target, dw_
 
 
 
+@numba.njit(cache=True, nogil=True)
+def face_bound(weights, values, sizes, base_w, base_v, target, mu, max_bits):  # pragma: no cover - compiled
+    """Twin of ``core._face_bound_numpy``: the bound ``U - 1`` proven when no choice of the LP items (``base_w``,
+    ``base_v``) and moves of zero loss at the integral gradient ``mu`` (``v_ij - v_lp == mu (w_ij - w_lp)``) adds
+    exactly ``target`` to the LP items' weight; ``inf`` when that is not proven (a sum reached, the window wider
+    than ``max_bits``, values not integral, a move of negative loss or products past ``2**52``). Reachable sums as
+    bitsets of 64-bit words over the window ``max(-N, T - P) .. min(P, T + N)`` (``P``, ``N``: the sums of the
+    classes' largest moves up and down), classes in index order. Running time :math:`O(N + K B / 64)`
+    (``K`` moves, ``B`` bits)."""
+    n = sizes.shape[0]
+    inf = np.inf
+    lim = 2.0**52
+    if target <= 0 or not (mu >= 1.0 and mu < lim and mu == np.floor(mu)):
+        return inf
+    cnt = 0
+    up = 0
+    dn = 0
+    for i in range(n):
+        bv = base_v[i]
+        if not (abs(bv) < 2.0**50 and bv == np.floor(bv)):
+            return inf
+        mu_ = 0
+        md_ = 0
+        for j in range(sizes[i]):
+            v = values[i, j]
+            if not (abs(v) < 2.0**50 and v == np.floor(v)):
+                return inf
+            d = weights[i, j] - base_w[i]
+            a = v - bv
+            b = float(d) * mu
+            if not abs(b) < lim:
+                return inf
+            if a > b:  # a negative loss: the base items do not maximise v - mu w
+                return inf
+            if a == b and d != 0:
+                cnt += 1
+                if d > mu_:
+                    mu_ = d
+                if -d > md_:
+                    md_ = -d
+        up += mu_
+        dn += md_
+    v0 = np_sum(base_v)
+    ub = v0 + mu * float(target) - 1.0
+    if not abs(ub) < lim:
+        return inf
+    if target > up:
+        return ub
+    lo = max(-dn, target - up)
+    hi = min(up, target + dn)
+    nbits = hi - lo + 1
+    if nbits > max_bits:
+        return inf
+    nw = (nbits + 63) // 64
+    cur = np.zeros(nw, dtype=np.uint64)
+    nxt = np.zeros(nw, dtype=np.uint64)
+    zb = -lo
+    cur[zb // 64] = np.uint64(1) << np.uint64(zb % 64)
+    tb = target - lo
+    last_mask = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if nbits % 64:
+        last_mask = (np.uint64(1) << np.uint64(nbits % 64)) - np.uint64(1)
+    for i in range(n):
+        bv = base_v[i]
+        moved = False
+        for j in range(sizes[i]):
+            d = weights[i, j] - base_w[i]
+            if d == 0 or values[i, j] - bv != float(d) * mu:
+                continue
+            if not moved:
+                for w in range(nw):
+                    nxt[w] = cur[w]
+                moved = True
+            _shift_or(nxt, cur, d, nw)
+        if moved:
+            nxt[nw - 1] &= last_mask
+            cur, nxt = nxt, cur
+            if _bit(cur, tb):
+                return inf
+    return ub
+
+
 #: Codes of ``solve_compiled`` beyond those of ``search`` (0 fathomed, 1 bound, 2 congruence, 3 exhausted).
 SOLVED_LP_INTEGRAL = 4
 SOLVED_LP_BOUND = 5
+SOLVED_FACE_BOUND = 6
 
 
 @numba.njit(cache=True, nogil=True)
@@ -2199,8 +2282,9 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
     ``core.first_guess`` while above the start, then from the start); the same choice and counters as the calls from
     Python, without their boxing and Python lines (a 100 x 10 solve spent most of its time there). Returns
     ``(code, pos, bound, objective, stats)``: ``code`` as ``search``'s, or ``SOLVED_LP_INTEGRAL`` (``bound`` the LP's),
-    ``SOLVED_LP_BOUND``, or -1 where the Python path must answer (an infeasible LP, a congruence whose sums
-    leave int64, or a search handed back); ``objective`` the choice's value (numpy's sum, by ``np_sum``);
+    ``SOLVED_LP_BOUND``, ``SOLVED_FACE_BOUND`` (``face_bound`` proved the start), or -1 where the Python path must
+    answer (an infeasible LP, a congruence whose sums leave int64, or a search handed back); ``objective`` the
+    choice's value (numpy's sum, by ``np_sum``);
     ``stats`` = classes, states, max_states, candidates, free_start, numba."""
     n = sizes.shape[0]
     stats = np.zeros(6, dtype=np.int64)
@@ -2275,6 +2359,12 @@ def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_ma
                 break
     if bound - inc_v <= tol or root_lag <= _lift(inc_v + tol, mod_g, mod_r):
         return SOLVED_LP_BOUND, inc_pos, 0.0, _value_of(values, inc_pos), stats
+    if use_greedy and tol > 0.5 and bound - inc_v < 1.5:
+        # core._search's face bound: the start is the bound less one and no zero-loss fill reaches the bound
+        mu = gain / float(dw_b)
+        if gain >= 0.0 and gain < 2.0**52 and gain % float(dw_b) == 0.0 and \
+                inc_v >= face_bound(weights, values, sizes, base_w, base_v, capacity - w0, mu, face_bits):
+            return SOLVED_FACE_BOUND, inc_pos, 0.0, _value_of(values, inc_pos), stats
     regret = regrets(weights, values, sizes, lp_pos, alpha)  # (for the search only: after the root test)
     # the runs of core._search: from the aspiration guesses (core.first_guess) while above the start, then from it
     guess = -np.inf

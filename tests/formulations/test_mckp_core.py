@@ -906,18 +906,63 @@ def test_face_fill_with_one_unit_of_loss_compiled_equals_numpy(p):
     assert value == pytest.approx(prep.lp.bound - loss - mu * (p.capacity - weight), abs=1e-6)
 
 
-@pytest.mark.parametrize("seed", [1014, 1067])
-def test_face_fill_with_one_unit_of_loss_leaves_only_the_proof(seed):
-    """Weakly 100 x 10 seeds whose optimum is the bound less one at the gradient 1: the fill with one unit of loss
-    finds it, so the search is the proof from it (no guess: the first guess is the optimum)."""
+@pytest.mark.parametrize("seed", [1014, 1067, 1007, 3003, 3014, 3067, 3079])
+def test_face_fill_with_one_unit_of_loss_and_the_face_bound_prove_at_the_root(seed):
+    """Weakly 100 x 10 seeds whose optimum is the bound less one at the gradient 1: the fills find it (the greedy
+    start or the fill with one unit of loss) and the face bound proves it at the root (backend status
+    ``face-bound``, no state: seed 3003's search had spent 7,404 state-item pairs on that proof); the DP's
+    optimum, bound = objective, both paths the same answer."""
     from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
 
     p = gen.pisinger("weakly", 100, 10, R=1000, seed=seed)
     a, b = solve_core(p, use_numba=True), solve_core(p, use_numba=False)
-    assert a.status is Status.OPTIMAL and a.objective == solve_mckp(p, method="dp").objective
-    assert a.stats["candidates"] < 200 and a.stats["free_start"] == 0
+    assert a.status is Status.OPTIMAL and a.objective == a.bound == solve_mckp(p, method="dp").objective
+    assert a.backend_status == "face-bound" and a.stats["states"] == 0 and a.stats["candidates"] == 0
     assert (b.choice, b.bound, b.backend_status, b.stats["candidates"]) == \
         (a.choice, a.bound, a.backend_status, a.stats["candidates"])
+    prep = core._prepare(p, True)
+    assert core._face_bound(prep, p, True) == core._face_bound_numpy(prep, p) == prep.lp.bound - 1.0 == a.objective
+
+
+@pytest.mark.parametrize("seed", [1004, 1009, 1042])
+def test_face_bound_is_not_proven_where_a_fill_reaches_the_bound(seed):
+    """Where the face fill reaches the LP bound (a zero-loss fill of the capacity exists), the face bound proves
+    nothing: ``inf`` from both twins."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+
+    p = gen.pisinger("weakly", 100, 10, R=1000, seed=seed)
+    prep = core._prepare(p, True)
+    assert core._face_fill_numpy(prep, p) is not None
+    assert core._face_bound(prep, p, True) == core._face_bound_numpy(prep, p) == np.inf
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_face_instances())
+def test_face_bound_compiled_equals_numpy_and_bounds_the_optimum(p):
+    """The face bound: the numba twin returns the numpy number; when finite it is the LP bound less one, at least
+    the DP's optimum, and no zero-loss fill of the capacity exists (checked by a set of reachable sums)."""
+    from lyra_solver.formulations.mckp import core
+
+    prep = core._prepare(p, True)
+    if not isinstance(prep, core._Prepared):
+        return
+    a = core._face_bound_numpy(prep, p)
+    b = core._face_bound(prep, p, True)
+    assert a == b
+    if not np.isfinite(a):
+        return
+    assert a == pytest.approx(prep.lp.bound - 1.0, abs=1e-6)
+    assert solve_mckp(p, method="dp").objective <= a
+    mu = prep.lp.alpha
+    sums = {0}
+    for i in range(p.n_classes):
+        k = int(p.sizes[i])
+        d = p.weights[i, :k] - prep.base_w[i]
+        ok = (p.values[i, :k] - prep.base_v[i] == mu * d)
+        sums = {x + int(dd) for x in sums for dd in d[ok]} | sums
+    assert p.capacity - int(prep.base_w.sum()) not in sums
 
 
 @pytest.mark.parametrize("seed", [1004, 1009, 1042])
