@@ -198,9 +198,10 @@ def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None) -> np.
         return np.zeros(0)
     if specs is None:
         specs = list(map(cl.snap.jobs.__getitem__, jobs))
-    idx = np.fromiter(jobs, np.int64, len(jobs))  # one conversion for both gathers
-    return times_at(list(map(_THROUGHPUT, specs)), cl.min_w[idx], list(map(_WORK, specs)), cl.gpw[idx],
-                    server_gpus=cl.server_gpus)
+    n = len(jobs)
+    idx = np.fromiter(jobs, np.int64, n)  # one conversion for both gathers
+    return times_at(list(map(_THROUGHPUT, specs)), cl.min_w[idx], np.fromiter(map(_WORK, specs), np.float64, n),
+                    cl.gpw[idx], server_gpus=cl.server_gpus)
 
 
 _SUBMIT, _ATTAINED = attrgetter("submit_time"), attrgetter("attained_service")
