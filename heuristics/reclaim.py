@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -169,12 +170,20 @@ class _JobCosts:
 
 class _Hosts:
     """The host pairs both ways, in the problem's order of pairs: the jobs on each server (job, workers on it) and
-    the servers of each job (server, its workers there), as slices of flat lists sorted by a stable argsort (no
-    list of pairs per server and per job: the greedy reads those of the servers it picks only, a few of thousands).
-    O(H log H) array work and O(H) lists for H host pairs."""
+    the servers of each job (server, its workers there). On a large problem, slices of flat lists sorted by a
+    stable argsort (no list of pairs per server and per job: the greedy reads those of the servers it picks only,
+    a few of thousands); on a small one, those lists. O(H log H) array work and O(H) lists for H host pairs."""
 
     def __init__(self, problem: ReclaimProblem) -> None:
         hj, hs, hc = problem.host_job, problem.host_server, problem.host_count
+        if hj.shape[0] < _FLAT_MIN_PAIRS:  # a small problem: lists of pairs, by one loop (no numpy calls)
+            on: list[list[tuple[int, int]]] = [[] for _ in range(problem.n_servers)]
+            of: list[list[tuple[int, int]]] = [[] for _ in range(problem.n_jobs)]
+            for j, s, n in zip(hj.tolist(), hs.tolist(), hc.tolist(), strict=True):
+                on[s].append((j, n))
+                of[j].append((s, n))
+            self.jobs_on, self.servers_of = on.__getitem__, of.__getitem__  # type: ignore[method-assign]
+            return
         by_server = np.argsort(hs, kind="stable")
         by_job = np.argsort(hj, kind="stable")
         self._s_ptr = np.concatenate(([0], np.cumsum(np.bincount(hs, minlength=problem.n_servers)))).tolist()
@@ -182,15 +191,19 @@ class _Hosts:
         self._j_ptr = np.concatenate(([0], np.cumsum(np.bincount(hj, minlength=problem.n_jobs)))).tolist()
         self._j_srv, self._j_cnt = hs[by_job].tolist(), hc[by_job].tolist()
 
-    def jobs_on(self, s: int) -> zip:
+    def jobs_on(self, s: int) -> Iterable[tuple[int, int]]:
         """The pairs (job, workers on it) of server ``s``."""
         a, b = self._s_ptr[s], self._s_ptr[s + 1]
         return zip(self._s_job[a:b], self._s_cnt[a:b], strict=True)
 
-    def servers_of(self, j: int) -> zip:
+    def servers_of(self, j: int) -> Iterable[tuple[int, int]]:
         """The pairs (server, its workers there) of job ``j``."""
         a, b = self._j_ptr[j], self._j_ptr[j + 1]
         return zip(self._j_srv[a:b], self._j_cnt[a:b], strict=True)
+
+
+#: Host pairs from which :class:`_Hosts` keeps flat sorted lists (below it, a list of pairs per server and job).
+_FLAT_MIN_PAIRS = 512
 
 
 def _standalone_costs(problem: ReclaimProblem) -> tuple[list[float], list[int]]:

@@ -22,7 +22,7 @@ out.
 """
 from __future__ import annotations
 
-from itertools import chain, compress
+from itertools import chain
 from operator import attrgetter, is_
 
 import numpy as np

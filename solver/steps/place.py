@@ -49,18 +49,27 @@ def place(state: RoundState, settings: Settings) -> Placed:
     before = adm.placement
     # the jobs that run (job order) and their targets, as arrays: a test per job in Python was a fifth of the step
     # on 50,000 jobs. A target of 0 (the objective's knapsack admits: lyra_solver.objectives.JOINT_ADMISSION) runs
-    # no worker; a job moves when admitted, or when its target differs from the workers it holds after admission
-    jobs = np.fromiter(sc.jobs, np.int64, len(sc.jobs))
-    targets = np.asarray(sc.targets, np.int64)
-    stopped = jobs[targets == 0].tolist()
-    runs = targets > 0
-    is_admitted = np.zeros(len(before), bool)
-    is_admitted[list(adm.admitted)] = True
-    move = runs & is_admitted[jobs]
-    rest = np.flatnonzero(runs & ~move)  # running jobs that keep running: positions in ``jobs``
-    move[rest] = targets[rest] != _held_workers(cl, before, jobs[rest].tolist())
-    moving = jobs[move].tolist()
-    workers = targets[move]  # the moving jobs' targets
+    # no worker; a job moves when admitted, or when its target differs from the workers it holds after admission (or
+    # no workers held). On a small round (the simulator's, a few hundred jobs) one comprehension costs less than the
+    # numpy calls' fixed cost
+    if len(sc.jobs) < _ARRAYS_MIN_JOBS:
+        target = dict(zip(sc.jobs, sc.targets.tolist(), strict=True))
+        stopped = [j for j, w in target.items() if w == 0]
+        moving = [j for j, w in target.items() if w > 0 and (j in admitted or (p := before[j]) is None
+                                                             or w != sum(p.values()))]
+        workers = np.fromiter(map(target.__getitem__, moving), np.int64, len(moving))  # the moving jobs' targets
+    else:
+        jobs = np.fromiter(sc.jobs, np.int64, len(sc.jobs))
+        targets = np.asarray(sc.targets, np.int64)
+        stopped = jobs[targets == 0].tolist()
+        runs = targets > 0
+        is_admitted = np.zeros(len(before), bool)
+        is_admitted[list(adm.admitted)] = True
+        move = runs & is_admitted[jobs]
+        rest = np.flatnonzero(runs & ~move)  # running jobs that keep running: positions in ``jobs``
+        move[rest] = targets[rest] != _held_workers(cl, before, jobs[rest].tolist())
+        moving = jobs[move].tolist()
+        workers = targets[move]
     usable = usable_servers(cl, rec, borrowed)
     servers = np.flatnonzero(usable)
     kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
@@ -178,7 +187,8 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
     moving jobs' current workers (``cur_*``) when ``current`` is asked for (the placement ILP reads them), when the
     heuristic is not best fit decreasing, or when afresh left a worker out: best fit decreasing afresh
     (``keep_current=False``) reads none of them, and listing them was a tenth of the step on 50,000 jobs.
-    O(S + entries of the moving and stopped jobs' placements) plus the heuristic's. ``targets``: the moving jobs' workers."""
+    O(S + entries of the moving and stopped jobs' placements) plus the heuristic's. ``targets``: the moving jobs'
+    workers."""
     # every job's GPUs after admission (kept from the scale step) less those of the jobs placed afresh or stopped
     # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs)
     before = adm.placement
@@ -215,6 +225,9 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
         out = solve_placement(problem, method=heuristic, evaluate=False)
     return problem, out
 
+
+#: Jobs that run from which :func:`place` finds the moving ones by array operations (below it, a comprehension).
+_ARRAYS_MIN_JOBS = 2_000
 
 #: Jobs giving back GPUs from which :func:`_place_afresh` reads their entries by numpy calls instead of a loop.
 _FEW_HELD = 64
