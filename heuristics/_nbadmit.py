@@ -657,9 +657,15 @@ def bfd_place(free, loaned, job_workers, job_base, gpw, cur_job, cur_server, cur
         if m == 1:
             srv[ptr[j]] = o_srv[a]
             cnt_out[ptr[j]] = o_cnt[a]
-        elif m > 1:
-            idx = np.argsort(o_srv[a:a + m])
+        elif m > 1:  # a job's few entries by insertion sort (an argsort allocated an array per job)
+            p = ptr[j]
             for i in range(m):
-                srv[ptr[j] + i] = o_srv[a + idx[i]]
-                cnt_out[ptr[j] + i] = o_cnt[a + idx[i]]
+                s, c = o_srv[a + i], o_cnt[a + i]
+                q = p + i - 1
+                while q >= p and srv[q] > s:
+                    srv[q + 1] = srv[q]
+                    cnt_out[q + 1] = cnt_out[q]
+                    q -= 1
+                srv[q + 1] = s
+                cnt_out[q + 1] = c
     return ptr, srv, cnt_out, have, 0

@@ -22,8 +22,8 @@ out.
 """
 from __future__ import annotations
 
-from itertools import compress
-from operator import attrgetter
+from itertools import chain
+from operator import attrgetter, is_
 
 import numpy as np
 from lyra_solver.formulations.vocabulary import ServerKind, Tier
@@ -119,23 +119,28 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
     leaves the round to the Python passes (a donor on a server that is not usable). O(S + Q + H) array work, plus
     O(admitted + donors) to build their dicts."""
     min_w, gpw = cl.min_w, cl.gpw
-    don_job: list[int] = []
-    ent_srv: list[int] = []
-    ent_cnt: list[int] = []
-    don_ptr = [0]
-    ran, lo = cl.placement, min_w.tolist()
-    for d in compress(range(len(before)), before):  # the jobs that run (a non-empty placement)
-        pl = before[d]
-        if ran[d] is not None and sum(pl.values()) > lo[d]:
-            don_job.append(d)
-            ent_srv.extend(pl)
-            ent_cnt.extend(pl.values())
-            don_ptr.append(len(ent_srv))
     i64 = np.int64
+    # the donors: jobs that ran before the round and hold more than their base demand after the reclaim, which
+    # only shrinks or stops jobs (so only those above it in the snapshot), in increasing index; a job the reclaim
+    # did not touch holds the index view's very dict and its snapshot count. C-level maps and chains: a Python
+    # loop over the running jobs was a tenth of the step on 50,000 jobs
+    above = np.flatnonzero(cl.workers > min_w).tolist()
+    same = np.fromiter(map(is_, map(before.__getitem__, above), map(cl.placement.__getitem__, above)), bool,
+                       len(above))
+    if not same.all():
+        lo = min_w.tolist()
+        above = [d for d, kept in zip(above, same.tolist(), strict=True)
+                 if kept or ((pl := before[d]) and sum(pl.values()) > lo[d])]
+    places = list(map(before.__getitem__, above))
+    sizes = np.fromiter(map(len, places), i64, len(places))
+    don_ptr = np.zeros(len(places) + 1, i64)
+    np.cumsum(sizes, out=don_ptr[1:])
+    n_ent = int(don_ptr[-1])
+    ent_srv = np.fromiter(chain.from_iterable(places), i64, n_ent)
+    ent_cnt = np.fromiter(chain.from_iterable(map(dict.values, places)), i64, n_ent)
     left = free.astype(i64)  # copied: the kernel leaves the free GPUs after both passes here
     adm_job, adm_ptr, adm_srv, adm_cnt, gave_job, gave_ptr, gave_srv, gave_cnt, bad = nb.admit_all(
-        left, tier, len(ADMIT_TIERS), order, min_w, gpw, np.array(don_job, i64), np.array(don_ptr, i64),
-        np.array(ent_srv, i64), np.array(ent_cnt, i64))
+        left, tier, len(ADMIT_TIERS), order, min_w, gpw, np.array(above, i64), don_ptr, ent_srv, ent_cnt)
     if bad:
         return None
     placement = list(before)

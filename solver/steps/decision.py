@@ -7,7 +7,7 @@ preemptions, and each step's method and status. Running time O(S + J + H).
 """
 from __future__ import annotations
 
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, is_not
 
 import numpy as np
@@ -152,18 +152,26 @@ def _decision(state: RoundState) -> Decision:
             else:
                 jobs[job.id] = _WAIT
     else:  # the jobs that run, into a list of every job's decision (waiting ones filled already)
-        lent = set(borrowed) if borrowed else None
         out = [_WAIT] * n_jobs
+        made = []  # the placements made this round: the only ones that can host a worker on a borrowed server
+        keep = made.append
         for j, w in zip(running, run_w, strict=True):
             p = placement[j]
             before = before_all[j]
-            if p is before and (len(p) == 1 or _ascending(p)):  # type: ignore[arg-type]
-                out[j] = make("run", w, snap_jobs[j].placement, False)  # as above
-                continue
-            if lent is not None and p is not before and not lent.isdisjoint(p):  # type: ignore[arg-type]
-                hosting.update(p)  # type: ignore[arg-type]
-            named = _named(p, ids)  # type: ignore[arg-type]
+            if p is before:
+                if len(p) == 1 or _ascending(p):  # type: ignore[arg-type]
+                    out[j] = make("run", w, snap_jobs[j].placement, False)  # as above
+                    continue
+            else:
+                keep(p)
+            if len(p) == 1:  # type: ignore[arg-type]  # most jobs: _named's first case, without the call
+                ((s, n),) = p.items()  # type: ignore[union-attr]
+                named = FrozenDict({ids[s]: n})
+            else:
+                named = _named(p, ids)  # type: ignore[arg-type]
             out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
+        if borrowed:  # their servers in one C-level pass, not a test per placement
+            hosting = set(borrowed).intersection(chain.from_iterable(made))
         # the jobs that ran before the round (a snapshot placement, even an empty one) and run no more
         gone = np.fromiter(map(is_not, before_all, repeat(None)), np.bool_, n_jobs)  # identity tests at C speed
         gone[np.fromiter(running, np.int64, len(running))] = False

@@ -10,7 +10,8 @@ plus the method's.
 from __future__ import annotations
 
 import logging
-from itertools import compress
+from itertools import chain, compress
+from operator import attrgetter
 
 import numpy as np
 from lyra_solver.formulations import Status
@@ -30,27 +31,16 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     k = min(cl.snap.inference.reclaim, int(loaned.size))
     if k == 0:
         return Reclaimed((), cl.placement, (), frozenset(), StepReport("none", "optimal", 0.0, 0.0, 0.0))
-    pos = {s: i for i, s in enumerate(loaned.tolist())}
-    on_loaned = pos.keys()
-    touched: dict[int, int] = {}
-    hj, hs, hc = [], [], []
     before = cl.placement
-    for j in compress(range(len(before)), before):  # the running jobs; those on a loaned server build the problem
-        pl = before[j]
-        if on_loaned.isdisjoint(pl):
-            continue
-        for s, n in pl.items():
-            if s in pos:
-                hj.append(touched.setdefault(j, len(touched)))
-                hs.append(pos[s])
-                hc.append(n)
-    jobs = list(touched)
+    # a small round (the simulator's): one loop costs less than the numpy calls
+    hosts = _hosts_loop if len(before) < _ARRAYS_MIN_JOBS else _hosts_arrays
+    jobs, hj, hs, hc = hosts(cl, before, loaned)
+    at = np.array(jobs, np.int64)
+    snap_jobs = list(map(cl.snap.jobs.__getitem__, jobs))
     # the arrays come from the validated snapshot: the problem without build's checks (the same arrays)
     problem = ReclaimProblem.trusted(
-        server_gpus=cl.gpus[loaned], job_workers=[sum(cl.placement[j].values()) for j in jobs],  # type: ignore[union-attr]
-        job_min=cl.min_w[jobs], job_gpus_per_worker=cl.gpw[jobs],
-        restart_cost=[cl.snap.jobs[j].restart_penalty for j in jobs],
-        preempt_cost=[cl.snap.jobs[j].preemption_penalty for j in jobs],
+        server_gpus=cl.gpus[loaned], job_workers=cl.workers[at], job_min=cl.min_w[at], job_gpus_per_worker=cl.gpw[at],
+        restart_cost=list(map(_RESTART, snap_jobs)), preempt_cost=list(map(_PREEMPT, snap_jobs)),
         host_job=hj, host_server=hs, host_count=hc, count=k)
     res = None
     if settings.reclaim == "exact":
@@ -88,3 +78,50 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     after = tuple(placement)
     remember_used(cl, after, used)  # the loan, admission and scale steps ask for it
     return Reclaimed(back, after, tuple(sorted(preempted)), frozenset(shrunk), StepReport.of(res))
+
+
+def _hosts_loop(cl, before: tuple, loaned: np.ndarray) -> tuple[list[int], list[int], list[int], list[int]]:
+    """The jobs on a loaned server (job order) and the host pairs (each entry's job: its position in those jobs,
+    server: its position in ``loaned``, workers), placement after placement. O(J + H)."""
+    pos = {s: i for i, s in enumerate(loaned.tolist())}
+    on_loaned = pos.keys()
+    touched: dict[int, int] = {}
+    hj, hs, hc = [], [], []
+    for j in compress(range(len(before)), before):  # the running jobs; those on a loaned server build the problem
+        pl = before[j]
+        if on_loaned.isdisjoint(pl):
+            continue
+        for s, n in pl.items():
+            if s in pos:
+                hj.append(touched.setdefault(j, len(touched)))
+                hs.append(pos[s])
+                hc.append(n)
+    return list(touched), hj, hs, hc
+
+
+def _hosts_arrays(cl, before: tuple, loaned: np.ndarray) -> tuple[list[int], list[int], list[int], list[int]]:
+    """:func:`_hosts_loop` by C-level chains over every running job's entries (job order, each placement's order)
+    and array masks: on 50,000 jobs the loop was a third of the step. O(J + H) in C."""
+    run = np.flatnonzero(cl.workers).tolist()  # the running jobs (workers are positive: a non-empty placement)
+    places = list(map(before.__getitem__, run))
+    sizes = np.fromiter(map(len, places), np.int64, len(places))
+    n_ent = int(sizes.sum())
+    srv = np.fromiter(chain.from_iterable(places), np.int64, n_ent)
+    cnt = np.fromiter(chain.from_iterable(map(dict.values, places)), np.int64, n_ent)
+    pos = np.full(cl.gpus.shape[0], -1, np.int64)  # a loaned server's position in ``loaned``
+    pos[loaned] = np.arange(loaned.size)
+    on = np.flatnonzero(pos[srv] >= 0)  # the entries on a loaned server
+    owner = np.repeat(np.arange(len(run)), sizes)[on]  # their job's position in ``run`` (nondecreasing)
+    first = np.ones(on.size, bool)
+    first[1:] = owner[1:] != owner[:-1]
+    at = np.fromiter(run, np.int64, len(run))[owner[first]]  # the jobs on a loaned server, in job order
+    hj = np.cumsum(first) - 1  # each entry's job: its position in ``jobs``
+    hs = pos[srv[on]]
+    hc = cnt[on]
+    return at.tolist(), hj.tolist(), hs.tolist(), hc.tolist()
+
+
+#: Jobs from which :func:`reclaim` lists the host pairs by array operations (:func:`_hosts_arrays`).
+_ARRAYS_MIN_JOBS = 2_000
+
+_RESTART, _PREEMPT = attrgetter("restart_penalty"), attrgetter("preemption_penalty")

@@ -1,6 +1,9 @@
 """Lyra's greedy reclaiming and the baselines: feasible, never below the optimum, greedy == its definition."""
 from __future__ import annotations
 
+import dataclasses
+
+import lyra_solver.heuristics.reclaim as reclaim_module
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -48,6 +51,33 @@ def test_greedy_follows_lyra_rule(problem):
         return
     assert res.servers == tuple(sorted(naive_greedy(problem)))
     check_result(problem, res)
+
+
+@given(problem=reclaim_problems(max_servers=6, max_jobs=5), data=st.data())
+def test_greedy_on_flat_host_lists_follows_lyra_rule(problem, data):
+    """The greedy's flat host lists (a large problem's, here forced on every problem) give Lyra's picks too, the
+    host pairs in any order (the lists sort them by server and by job)."""
+    order = data.draw(st.permutations(range(problem.host_job.shape[0])))
+    problem = dataclasses.replace(problem, host_job=problem.host_job[order], host_server=problem.host_server[order],
+                                  host_count=problem.host_count[order])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reclaim_module, "_FLAT_MIN_PAIRS", 0)
+        res = greedy_reclaim(problem)
+    if not feasible(problem):
+        assert res.status == Status.INFEASIBLE
+        return
+    assert res.servers == tuple(sorted(naive_greedy(problem)))
+
+
+def test_greedy_flat_and_listed_hosts_agree_on_a_large_cluster():
+    """Above _FLAT_MIN_PAIRS host pairs (flat lists) and below it (lists of pairs): the same picks and cost."""
+    p = with_count(generate_cluster(300, 11).problem, 60)
+    assert p.host_job.shape[0] >= reclaim_module._FLAT_MIN_PAIRS  # the flat lists by default
+    flat = greedy_reclaim(p)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reclaim_module, "_FLAT_MIN_PAIRS", 1 << 62)
+        listed = greedy_reclaim(p)
+    assert flat.servers == listed.servers and flat.objective == listed.objective
 
 
 @settings(max_examples=100, deadline=None)
