@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third and fourth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
+    Section("Speed, third to fifth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
             path="docs/bench/speed.md"),
     Section("MCKP speed: cold start and 10 seeds per class", module="lyra_solver.bench.mckp_speed",
             quick_args=("--quick", "--no-header"), full_args=("--no-header",),
@@ -75,25 +75,25 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
     (21, "`lyra-solver serve`: throughput growing with --workers up to the cores",
      "2026-12-02 18:26-18:28 UTC, the same runs: 253 -> 781, 183 -> 300, 346 -> 475 req/s at concurrency 8 from "
      "1 to 2 workers (1.37-3.09x; 1.45-2.04x at 14:47 UTC on the earlier host) (section Service)", "met"),
-    (24, "the 10,000-job Philly run under `lyra` (64 + 32 servers) in at most 8 s on 2 cores",
-     "2026-12-03 17:59-18:03 UTC at load 0.5-1, `lyra-solver simulate --max-work 0 --trace "
-     "../shared/data/philly/philly.csv --limit 10000 --load ../shared/data/alibaba/genai_qps.csv --training-servers "
-     "64 --inference-servers 32 --interval 300 --policy lyra`, two runs each, alternately with `main` (`c810c06`): "
-     "25.5-25.7 s wall before, 18.4-18.9 s after (16.5-16.9 CPU s in the replay; decide 13.0-13.3 s, p50 0.92-0.93 ms "
-     "a round; the simulator 4.1 s); 40.5-41.2 s before the third pass; the same summary.json and CSVs (section "
-     "Speed, third and fourth passes)", "not met (1.37x faster this pass; 2.3x off)"),
-    (24, "the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores",
-     "2026-12-03 18:03 UTC at load 0.5-1, the command of section Simulation, Speed: 92.4 s wall, 92.1 s user (89.0 "
-     "CPU s in the replay, decide 69.4 s of it, p50 0.86 ms a round; 402 MB peak); 134 s at the third pass, 3.6 "
-     "minutes on 2026-11-30; the same summary.json and CSVs (section Speed, third and fourth passes)",
-     "not met (1.5x off)"),
-    (24, "decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm",
-     "2026-12-03 18:01 UTC at load 0.5-1, `decide(snap, allocation=\"exact\")` on `lyra-solver bench decide "
-     "--servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls, two runs each: 0.420-0.424 s before "
-     "(`c810c06`), 0.166-0.170 s after (admit 46, decision 39, place 24, scale 21, index view 12 ms), the kernels "
-     "loaded (by the ski rental at a process's third such call); a one-shot CLI call 0.80-0.82 s (0.89-0.92 s "
-     "before); 0.456-0.464 s before the third pass (section Speed, third and fourth passes)",
-     "not met (2.5x faster this pass; 1.7x off)"),
+    (24, 'the 10,000-job Philly run under `lyra` (64 + 32 servers) in at most 8 s on 2 cores',
+     '2026-12-03 20:32 UTC at `8a75ee0`, `lyra-solver simulate --max-work 0 --trace '
+     '../shared/data/philly/philly.csv --limit 10000 --load ../shared/data/alibaba/genai_qps.csv '
+     '--training-servers 64 --inference-servers 32 --interval 300 --policy lyra`: 12.9 s wall (12.85 CPU s in the '
+     'replay; decide 9.9 s, p50 0.71 ms a round), with a byte check running beside it; 17.7-18.0 s at `38693fc` '
+     '(19:30 UTC), 25.5-25.7 s at `c810c06`; the same summary.json and CSVs (section Speed, fifth pass)',
+     'not met (1.4x faster this pass; 1.6x off)'),
+    (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
+     "2026-12-03 19:30 UTC, the command of section Simulation, Speed: 84.0 s wall with the simulator's part of the"
+     ' fifth pass (87.3 s at `38693fc` in the same session, 92.4 s at the fourth pass); not rerun after the later '
+     'merges; the same summary.json and CSVs (section Speed, fifth pass)',
+     'not met (about 1.4x off)'),
+    (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
+     '2026-12-03 20:30 UTC on the quiet machine, `decide(snap, allocation="exact")` on `lyra-solver bench decide '
+     "--servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls (kernels loaded), two runs each "
+     'alternately: 0.135-0.136 s at `38693fc`, 0.113-0.118 s at `8a75ee0` (admit 34, decision 27, place 17, index '
+     'view 12, scale 7, reclaim 6 ms); at load the fourth pass read 0.166-0.170 s for `38693fc` (section Speed, '
+     'fifth pass)',
+     'not met (1.2x faster this pass; 1.1-1.2x off)'),
     (24, "parse and validation of that snapshot at most 0.15 s",
      "the same runs, `io.parse_snapshot`: 0.124-0.128 s (0.123 s before; 0.358-0.364 s before the third pass, 0.49 s "
      "when the issue was written); other generated snapshots of that size (seeds 2-5, 30-80% running) at the third "
