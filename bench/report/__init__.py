@@ -76,17 +76,17 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "2026-12-02 18:26-18:28 UTC, the same runs: 253 -> 781, 183 -> 300, 346 -> 475 req/s at concurrency 8 from "
      "1 to 2 workers (1.37-3.09x; 1.45-2.04x at 14:47 UTC on the earlier host) (section Service)", "met"),
     (24, 'the 10,000-job Philly run under `lyra` (64 + 32 servers) in at most 8 s on 2 cores',
-     '2026-12-03 20:32 UTC at `8a75ee0`, `lyra-solver simulate --max-work 0 --trace '
-     '../shared/data/philly/philly.csv --limit 10000 --load ../shared/data/alibaba/genai_qps.csv '
-     '--training-servers 64 --inference-servers 32 --interval 300 --policy lyra`: 12.9 s wall (12.85 CPU s in the '
-     'replay; decide 9.9 s, p50 0.71 ms a round), with a byte check running beside it; 17.7-18.0 s at `38693fc` '
-     '(19:30 UTC), 25.5-25.7 s at `c810c06`; the same summary.json and CSVs (section Speed, fifth pass)',
-     'not met (1.4x faster this pass; 1.6x off)'),
+     '2026-12-03 21:39 UTC at `8a75ee0`, `lyra-solver simulate --max-work 0 --trace ../shared/data/philly/philly.csv '
+     '--limit 10000 --load ../shared/data/alibaba/genai_qps.csv --training-servers 64 --inference-servers 32 '
+     '--interval 300 --policy lyra`: 14.8-14.9 s wall (13.1-13.2 CPU s in the replay; decide 10.0-10.1 s, p50 '
+     '0.71-0.73 ms a round), quiet, alternately with `38693fc`: 17.0 s; the same summary.json and CSVs (section '
+     'Speed, fifth pass)',
+     'not met (1.15x faster this pass; 1.85x off)'),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
-     "2026-12-03 19:30 UTC, the command of section Simulation, Speed: 84.0 s wall with the simulator's part of the"
-     ' fifth pass (87.3 s at `38693fc` in the same session, 92.4 s at the fourth pass); not rerun after the later '
-     'merges; the same summary.json and CSVs (section Speed, fifth pass)',
-     'not met (about 1.4x off)'),
+     '2026-12-03 21:40 UTC at `8a75ee0`, the command of section Simulation, Speed: 74.9 s wall (71.9 CPU s in the '
+     'replay, decide 56.1 s, p50 0.70 ms; 87.3 s at `38693fc` in the same session, 92.4 s at the fourth pass); the '
+     'same summary.json and CSVs (section Speed, fifth pass)',
+     'not met (1.25x off)'),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      '2026-12-03 20:30 UTC on the quiet machine, `decide(snap, allocation="exact")` on `lyra-solver bench decide '
      "--servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls (kernels loaded), two runs each "
