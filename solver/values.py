@@ -249,7 +249,8 @@ def _table_numpy(throughputs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw:
     base, step, sizes = _grid(mins, maxs, np.maximum(step, 1), cur, pin)
     m = int(sizes.max()) if n else 1
     # rows of step 1 only (base is mins): a thinned grid is numpy's
-    compiled = _compiled_profile_table(throughputs, mins, maxs, gpw, cur, work, pen, m, server_gpus) \
+    kinds = _kinds(throughputs)  # read once, for both paths
+    compiled = _compiled_profile_table(throughputs, mins, maxs, gpw, cur, work, pen, m, server_gpus, kinds) \
         if n and base is mins else None
     if compiled is not None:  # every job a profile, the kernels loaded: one call, the same floats
         w, times, lyra, weights = compiled
@@ -262,7 +263,7 @@ def _table_numpy(throughputs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw:
     if compiled is None:
         # padding repeats the last option; a thinned row (step > 1) starts at min and ends at max
         w = _clamp(base[:, None] + offs[None, :] * step[:, None], mins[:, None], maxs[:, None])
-        rate = _rates(throughputs, w, gpw, server_gpus)
+        rate = _rates(throughputs, w, gpw, server_gpus, kinds)
         with np.errstate(over="ignore", divide="ignore"):  # huge work over a tiny rate: inf, capped just below
             times = np.minimum(work[:, None] / rate, TIME_CAP)
     restart = (cur[:, None] > 0) & (w != cur[:, None])
@@ -279,13 +280,18 @@ def _table_numpy(throughputs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw:
 
 
 def _compiled_profile_table(throughputs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw: np.ndarray,
-                            cur: np.ndarray, work: np.ndarray, pen: np.ndarray, m: int, server_gpus: int):
+                            cur: np.ndarray, work: np.ndarray, pen: np.ndarray, m: int, server_gpus: int,
+                            kinds: np.ndarray | None = None):
     """Worker counts, times, Lyra's values and weights of rows ``mins..maxs`` (step 1, padded to ``m``) by the
     compiled table (:func:`lyra_solver._nbvalues.profile_table`: the numpy path's floats) when every throughput is
-    a ``profile`` and the package's numba kernels are loaded in this process; else ``None`` (the numpy path)."""
+    a ``profile`` and the package's numba kernels are loaded in this process; else ``None`` (the numpy path).
+    ``kinds``: :func:`_kinds` of the throughputs, where the caller has it."""
     if not _numba_loaded():
         return None
-    if set(map(type, throughputs)) != {ProfileThroughput}:
+    if kinds is not None:
+        if not kinds.size or int(kinds.min()) != _PROFILE:
+            return None
+    elif set(map(type, throughputs)) != {ProfileThroughput}:
         return None
     nb = _value_kernels()
     if nb is None:
@@ -315,13 +321,21 @@ def _value_kernels():
     return nb
 
 
-def _rates(throughputs: Sequence, w: np.ndarray, gpw: np.ndarray, server_gpus: int) -> np.ndarray:
+def _kinds(throughputs: Sequence) -> np.ndarray:
+    """Each throughput's kind: 0 power, 1 table, 2 profile (int8). O(n) C-level lookups."""
+    return np.fromiter(map(_KIND.__getitem__, map(type, throughputs)), np.int8, len(throughputs))
+
+
+def _rates(throughputs: Sequence, w: np.ndarray, gpw: np.ndarray, server_gpus: int,
+           kinds: np.ndarray | None = None) -> np.ndarray:
     """The rate of job ``i`` at ``w[i, k]`` workers (``gpw[i]`` GPUs each), every kind vectorised: the numbers of
-    :func:`value_table` (which calls it) whatever the caller."""
+    :func:`value_table` (which calls it) whatever the caller. ``kinds``: :func:`_kinds` of the throughputs, where
+    the caller has it."""
     n, m = w.shape
     rate = np.empty((n, m), dtype=np.float64)
     # the columns are read by C-level maps (attrgetter), not generator expressions: half the time on 43,000 jobs
-    kinds = np.fromiter(map(_KIND.__getitem__, map(type, throughputs)), np.int8, n)
+    if kinds is None:
+        kinds = _kinds(throughputs)
     # power law: one broadcast over all power jobs
     idx = np.flatnonzero(kinds == 0)
     if idx.size:
@@ -331,7 +345,16 @@ def _rates(throughputs: Sequence, w: np.ndarray, gpw: np.ndarray, server_gpus: i
         rate[idx] = r[:, None] * w[idx].astype(np.float64) ** e[:, None]
     # measured tables: np.interp's numbers, one interp per job for a few, else all rows at once
     idx = np.flatnonzero(kinds == 1)
-    if idx.size >= _INTERP_ROWS_MIN:
+    if idx.size >= _INTERP_ROWS_MIN and m == 1:  # one count per row (the sjf key's): at a table's first point,
+        tables = list(map(throughputs.__getitem__, idx.tolist()))  # np.interp gives its first rate
+        first = np.fromiter(map(_FIRST, map(_WORKERS, tables)), np.int64, idx.size) == w[idx, 0]
+        at = np.flatnonzero(first)
+        rate[idx[at], 0] = np.fromiter(map(_FIRST, map(_RATE, map(tables.__getitem__, at.tolist()))), np.float64,
+                                       at.size)
+        if at.size < idx.size:
+            off = np.flatnonzero(~first)
+            rate[idx[off]] = _interp_rows(list(map(tables.__getitem__, off.tolist())), w[idx[off]])
+    elif idx.size >= _INTERP_ROWS_MIN:
         rate[idx] = _interp_rows(list(map(throughputs.__getitem__, idx.tolist())), w[idx])
     else:
         for i in idx.tolist():
@@ -354,6 +377,7 @@ def _rates(throughputs: Sequence, w: np.ndarray, gpw: np.ndarray, server_gpus: i
 
 _RATE_PER_WORKER, _EXPONENT = attrgetter("rate_per_worker"), attrgetter("exponent")
 _WORKERS, _RATE, _MODEL = attrgetter("workers"), attrgetter("rate"), attrgetter("model")
+_FIRST = operator.itemgetter(0)
 
 #: Table rows from which :func:`_rates` interpolates them all at once (:func:`_interp_rows`): below it, one
 #: ``np.interp`` per row costs less than the batched version's dozen array passes.
@@ -409,13 +433,14 @@ def times_at(throughputs: Sequence, workers: np.ndarray, work: np.ndarray, gpus_
     w = np.asarray(workers, np.int64).reshape(-1, 1)
     gpw = np.asarray(gpus_per_worker, np.int64)
     n = w.shape[0]
+    kinds = _kinds(throughputs)  # read once, for both paths
     if n:  # the compiled table's first column, when it applies: the same floats
         counts = w[:, 0].copy()
         compiled = _compiled_profile_table(throughputs, counts, counts, gpw, np.zeros(n, np.int64),
-                                           np.asarray(work, np.float64), np.zeros(n), 1, server_gpus)
+                                           np.asarray(work, np.float64), np.zeros(n), 1, server_gpus, kinds)
         if compiled is not None:
             return compiled[1][:, 0]
-    rate = _rates(throughputs, w, gpw, server_gpus)
+    rate = _rates(throughputs, w, gpw, server_gpus, kinds)
     with np.errstate(over="ignore", divide="ignore"):
         return np.minimum(np.asarray(work, np.float64)[:, None] / rate, TIME_CAP)[:, 0]
 
@@ -487,6 +512,7 @@ _FIELD = {f: i for i, f in enumerate(JobOptions._fields)}
 
 
 _KIND = {PowerThroughput: 0, TableThroughput: 1, ProfileThroughput: 2}
+_PROFILE = _KIND[ProfileThroughput]
 
 
 def value_table_scalar(jobs: list[JobOptions], *, server_gpus: int = 8, objective: str = "jct-reduction",

@@ -277,6 +277,25 @@ def test_table_rates_in_one_pass_are_np_interp_bit_for_bit(case):
     assert got.tobytes() == ref.tobytes()
 
 
+@settings(max_examples=200, deadline=None)
+@given(case=_tables(), first=st.lists(st.booleans(), min_size=48, max_size=48), copies=st.integers(1, 3))
+def test_table_rates_at_one_count_are_np_interp_bit_for_bit(case, first, copies):
+    """At one count per row (the sjf key's ``T(min)``), :func:`lyra_solver.values._rates` reads a table's first
+    rate where the count is its first point and interpolates the others at once: on enough rows for that path
+    (copies of the drawn tables, counts moved onto the first point or left anywhere), the floats of one
+    ``np.interp`` per row."""
+    from lyra_solver.values import _INTERP_ROWS_MIN, _rates
+
+    tables, x = case
+    tables = tables * (copies + _INTERP_ROWS_MIN // len(tables))  # at least _INTERP_ROWS_MIN rows
+    x = np.array([t.workers[0] if first[i % len(first)] else int(x[i % x.shape[0], 0])
+                  for i, t in enumerate(tables)], np.int64).reshape(-1, 1)
+    got = _rates(tables, x, np.ones(len(tables), np.int64), 8)
+    ref = np.array([np.interp(x[i], t.workers, t.rate) for i, t in enumerate(tables)])
+    assert len(tables) >= _INTERP_ROWS_MIN
+    assert got.tobytes() == ref.tobytes()
+
+
 def _mixed(seed: int, servers: int, jobs: int, gpus: int, reclaim: int, grow: int) -> dict:
     """A crowded snapshot whose servers got up to ``grow`` GPUs more each (seeded): free counts and rooms of every
     size, and ties among servers left as generated."""
