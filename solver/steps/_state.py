@@ -321,7 +321,7 @@ def worker_counts(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPla
         return counts
     same = np.fromiter(map(is_, placement, before), bool, len(before))
     if base:
-        at = list(base)
+        at = np.fromiter(base, np.int64, len(base))  # one conversion for the three uses
         same[at] = True
         counts[at] = cl.min_w[at]
     for j in np.flatnonzero(~same).tolist():
