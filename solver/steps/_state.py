@@ -215,6 +215,9 @@ class Admitted:
     placement: tuple[JobPlacement, ...]
     admitted: tuple[int, ...]
     donors: frozenset[int]  # running jobs that gave workers to admitted ones
+    #: GPUs per server that the admitted jobs' placements use (read-only), where the step knows it without a
+    #: pass over their dicts (the compiled admission); ``None``: not known (a later step sums the dicts)
+    taken: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)

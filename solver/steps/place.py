@@ -18,7 +18,7 @@ whose growth is undone), plus the ILP's, plus O(C S log S) for C spread jobs.
 from __future__ import annotations
 
 import logging
-from itertools import chain, compress
+from itertools import chain, compress, filterfalse
 from operator import is_
 
 import numpy as np
@@ -190,11 +190,17 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
     O(S + entries of the moving and stopped jobs' placements) plus the heuristic's. ``targets``: the moving jobs'
     workers."""
     # every job's GPUs after admission (kept from the scale step) less those of the jobs placed afresh or stopped
-    # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs)
+    # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs). The admitted
+    # jobs (every one moves or stops) give back what admission counted for them (``adm.taken``) where it did
     before = adm.placement
-    # the moving and stopped jobs that hold GPUs
-    held = list(compress(chain(moving, stopped), map(before.__getitem__, chain(moving, stopped))))
     used = used_gpus(cl, before).copy()
+    movers = chain(moving, stopped)
+    if adm.taken is not None and adm.admitted:
+        used -= adm.taken
+        movers = filterfalse(frozenset(adm.admitted).__contains__, movers)
+    movers = list(movers)
+    # the moving and stopped jobs that hold GPUs
+    held = list(compress(movers, map(before.__getitem__, movers)))
     if len(held) < _FEW_HELD:  # a loop over their entries: fewer numpy calls (a few microseconds a round)
         gpw = cl.gpw.tolist()
         for j in held:

@@ -353,6 +353,37 @@ def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, recla
     assert fast.admitted == python.admitted
     assert fast.donors == python.donors
     assert np.array_equal(used_gpus(cl, fast.placement), used_gpus(cl, list(python.placement)))
+    if fast.admitted:  # the admitted jobs' GPUs per server that it keeps for the place step: their dicts' sum
+        taken = [0] * cl.gpus.shape[0]
+        for j in fast.admitted:
+            for s, n in fast.placement[j].items():
+                taken[s] += n * int(cl.gpw[j])
+        assert fast.taken.tolist() == taken and not fast.taken.flags.writeable
+    assert python.taken is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), servers=st.integers(1, 40), jobs=st.integers(1, 200),
+       gpus=st.sampled_from([1, 2, 4, 8]), reclaim=st.integers(0, 4), grow=st.sampled_from([0, 3, 9]),
+       objective=st.sampled_from(["jct-reduction", "hesrpt"]))
+def test_place_step_with_the_admitted_gpus_kept_is_the_sum_over_dicts(seed, servers, jobs, gpus, reclaim, grow,
+                                                                      objective):
+    """The place step gives back the admitted jobs' GPUs by the per-server count the compiled admission keeps
+    (``Admitted.taken``) instead of reading their dicts: the same placements as with that count unknown (a wrong
+    count would move best fit decreasing's choices or its feasibility)."""
+    import dataclasses
+
+    from lyra_solver.steps.place import place
+    from lyra_solver.steps.scale import scale
+
+    state, *_rest, settings, _times = _steps(_mixed(seed, servers, jobs, gpus, reclaim, grow), objective=objective)
+    _python, fast, _calls = _both_paths(state, settings)
+    state = dataclasses.replace(state, admit=fast)
+    state = dataclasses.replace(state, scale=scale(state, settings))
+    got = place(state, settings)
+    ref = place(dataclasses.replace(state, admit=dataclasses.replace(fast, taken=None)), settings)
+    assert [None if p is None else list(p.items()) for p in got.placement] == \
+           [None if p is None else list(p.items()) for p in ref.placement]
 
 
 def test_compiled_admission_is_not_compared_on_empty_rounds_only():
