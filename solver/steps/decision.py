@@ -158,17 +158,24 @@ def _decision(state: RoundState) -> Decision:
         for j, w in zip(running, run_w, strict=True):
             p = placement[j]
             before = before_all[j]
-            if p is before:
-                if len(p) == 1 or _ascending(p):  # type: ignore[arg-type]
+            if len(p) == 1:  # type: ignore[arg-type]  # most jobs: _named's first case, without the call
+                if p is before:
                     out[j] = make("run", w, snap_jobs[j].placement, False)  # as above
                     continue
-            else:
                 keep(p)
-            if len(p) == 1:  # type: ignore[arg-type]  # most jobs: _named's first case, without the call
                 ((s, n),) = p.items()  # type: ignore[union-attr]
                 named = FrozenDict({ids[s]: n})
-            else:
-                named = _named(p, ids)  # type: ignore[arg-type]
+            else:  # _named's other cases, without the calls
+                keys = list(p)  # type: ignore[arg-type]
+                if keys == sorted(keys):
+                    if p is before:
+                        out[j] = make("run", w, snap_jobs[j].placement, False)  # as above
+                        continue
+                    named = FrozenDict(zip(map(ids.__getitem__, keys), p.values(), strict=True))  # type: ignore
+                else:
+                    named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])  # type: ignore[union-attr]
+                if p is not before:
+                    keep(p)
             out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
         if borrowed:  # their servers in one C-level pass, not a test per placement
             hosting = set(borrowed).intersection(chain.from_iterable(made))
