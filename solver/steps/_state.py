@@ -91,6 +91,8 @@ class Cluster:
     max_w: np.ndarray
     placement: tuple[JobPlacement, ...]
     server_gpus: int
+    #: the jobs with a placement in the snapshot (running, or an empty one), in job order
+    held: tuple[int, ...]
     #: workers each job holds in the snapshot (0: none), read-only
     workers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     #: :func:`used_gpus` of the placement tuples asked for so far this round, by ``id`` (each entry holds its
@@ -115,11 +117,14 @@ class Cluster:
         placement = []
         add = placement.append
         workers = [0] * len(jobs)
+        held = []
+        hold = held.append
         for i, j in enumerate(jobs):
             pl = j.placement
             if pl is None:
                 add(None)
                 continue
+            hold(i)
             g = j.gpus_per_worker
             p = {}
             n = 0
@@ -130,8 +135,8 @@ class Cluster:
                 n += v
             workers[i] = n
             add(p)
-        held = np.array(workers, np.int64)
-        held.setflags(write=False)
+        count = np.array(workers, np.int64)
+        count.setflags(write=False)
         cl = cls(
             snap=snap, sid=sid, gpus=gpus, kind=kind,
             gpw=np.array([j.gpus_per_worker for j in jobs], np.int64),
@@ -139,7 +144,8 @@ class Cluster:
             max_w=np.array([j.max_workers for j in jobs], np.int64),
             placement=tuple(placement),
             server_gpus=server_gpus,
-            workers=held,
+            held=tuple(held),
+            workers=count,
         )
         remember_used(cl, cl.placement, np.array(used, np.int64))
         return cl

@@ -7,8 +7,8 @@ preemptions, and each step's method and status. Running time O(S + J + H).
 """
 from __future__ import annotations
 
-from itertools import chain, compress, repeat
-from operator import attrgetter, is_not
+from itertools import chain, compress, filterfalse
+from operator import attrgetter
 
 import numpy as np
 from lyra_solver.formulations.vocabulary import OBJECTIVES
@@ -92,11 +92,11 @@ _WAIT, _PREEMPT = JobDecision(action="wait"), JobDecision(action="preempt")  # f
 
 
 def _decision(state: RoundState) -> Decision:
-    """:func:`decision_of`. On a large round the loop runs over the jobs that run only (a waiting job's decision is
-    the one shared ``wait`` struct, the preempted jobs are found by array operations); on a small one, where most
-    jobs run, over every job in one pass. A large round's mapping of the jobs is built at once from the ids and the
-    list of decisions, already frozen. O(S + J + H); on a large round O(J) of it in C, O(R + H) in Python for R
-    jobs that run."""
+    """:func:`decision_of`. On a large round the loop runs over the jobs that run only (:func:`_running`, which
+    counts their workers on the way; a waiting job's decision is the one shared ``wait`` struct, the preempted jobs
+    are those of the index view's placed jobs that run no more); on a small one, where most jobs run, over every
+    job in one pass. A large round's mapping of the jobs is built at once from the ids and the list of decisions,
+    already frozen. O(S + J + H); on a large round O(J) of it in C, O(R + H) in Python for R jobs that run."""
     cl, rec, borrowed, sc, pl = state.cluster, state.reclaimed, state.borrowed, state.scaled, state.placed
     snap = cl.snap
     snap_jobs = snap.jobs
@@ -106,13 +106,14 @@ def _decision(state: RoundState) -> Decision:
     n_jobs = len(placement)
     run = np.asarray(sc.jobs, np.int64)  # the table's rows' jobs
     small = n_jobs < _ARRAYS_MIN_JOBS
-    count_a = worker_counts(cl, placement)  # workers of every job (0: none)
-    workers = count_a[run]
     if small:
+        count_a = worker_counts(cl, placement)  # workers of every job (0: none)
         count = count_a.tolist()
-    else:  # the jobs that run (a non-empty placement), in job order, and their workers
-        running = list(compress(range(n_jobs), placement))
-        run_w = count_a[running].tolist()
+    else:  # the decisions of the jobs that run, which count their workers on the way
+        out, running, made = _running(cl, placement, ids)
+        count_a = np.zeros(n_jobs, np.int64)
+        count_a[running[0]] = running[1]
+    workers = count_a[run]
     # the value of each running job's option, gathered at once, summed in job order (as before)
     rows_run = np.flatnonzero(workers)  # the entries of the jobs that run
     workers = workers[rows_run]
@@ -151,38 +152,11 @@ def _decision(state: RoundState) -> Decision:
                 preemptions += 1
             else:
                 jobs[job.id] = _WAIT
-    else:  # the jobs that run, into a list of every job's decision (waiting ones filled already)
-        out = [_WAIT] * n_jobs
-        made = []  # the placements made this round: the only ones that can host a worker on a borrowed server
-        keep = made.append
-        for j, w in zip(running, run_w, strict=True):
-            p = placement[j]
-            before = before_all[j]
-            if len(p) == 1:  # type: ignore[arg-type]  # most jobs: _named's first case, without the call
-                if p is before:
-                    out[j] = make("run", w, snap_jobs[j].placement, False)  # as above
-                    continue
-                keep(p)
-                ((s, n),) = p.items()  # type: ignore[union-attr]
-                named = FrozenDict({ids[s]: n})
-            else:  # _named's other cases, without the calls
-                keys = list(p)  # type: ignore[arg-type]
-                if keys == sorted(keys):
-                    if p is before:
-                        out[j] = make("run", w, snap_jobs[j].placement, False)  # as above
-                        continue
-                    named = FrozenDict(zip(map(ids.__getitem__, keys), p.values(), strict=True))  # type: ignore
-                else:
-                    named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])  # type: ignore[union-attr]
-                if p is not before:
-                    keep(p)
-            out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
+    else:
         if borrowed:  # their servers in one C-level pass, not a test per placement
             hosting = set(borrowed).intersection(chain.from_iterable(made))
         # the jobs that ran before the round (a snapshot placement, even an empty one) and run no more
-        gone = np.fromiter(map(is_not, before_all, repeat(None)), np.bool_, n_jobs)  # identity tests at C speed
-        gone[np.fromiter(running, np.int64, len(running))] = False
-        preempted = np.flatnonzero(gone).tolist()
+        preempted = list(filterfalse(placement.__getitem__, cl.held))
         for j in preempted:
             out[j] = _PREEMPT
         preemptions = len(preempted)
@@ -200,6 +174,49 @@ def _decision(state: RoundState) -> Decision:
     )
     return Decision(format_version=1, servers=ServerDecision(reclaim=[ids[s] for s in rec.servers], loan=loan),
                     jobs=jobs, summary=summary)
+
+
+def _running(cl, placement: tuple, ids: list[str]) -> tuple[list, tuple[np.ndarray, np.ndarray], list]:
+    """A large round's decisions of the jobs that run (a non-empty placement) in a list of every job's (``wait``
+    for the others, the caller writes the preempted ones), the jobs that run and their workers (two int64 arrays)
+    and the placements made this round (the only ones that can host a worker on a borrowed server). The workers
+    are counted in the same loop: the snapshot's count for a placement no step replaced (the index view's very
+    dict), the one entry's for most of the others. O(J) in C, O(R + H) in Python for R jobs that run."""
+    before_all, snap_jobs = cl.placement, cl.snap.jobs
+    n_jobs = len(placement)
+    running = list(compress(range(n_jobs), placement))
+    at = np.fromiter(running, np.int64, len(running))
+    run_w = cl.workers[at].tolist()  # right where the placement is the snapshot's, replaced below elsewhere
+    out = [_WAIT] * n_jobs
+    made: list = []
+    keep = made.append
+    make = JobDecision
+    for i, j in enumerate(running):
+        p = placement[j]
+        before = before_all[j]
+        if len(p) == 1:  # most jobs: _named's first case, without the call
+            if p is before:  # the snapshot's own placement (no step replaced it): its mapping, as on small rounds
+                out[j] = make("run", run_w[i], snap_jobs[j].placement, False)
+                continue
+            keep(p)
+            ((s, n),) = p.items()
+            run_w[i] = w = n
+            named = FrozenDict({ids[s]: n})
+        else:  # _named's other cases, without the calls
+            keys = list(p)
+            if keys == sorted(keys):
+                if p is before:
+                    out[j] = make("run", run_w[i], snap_jobs[j].placement, False)
+                    continue
+                named = FrozenDict(zip(map(ids.__getitem__, keys), p.values(), strict=True))
+            else:
+                named = FrozenDict([(ids[s], n) for s, n in sorted(p.items())])
+            if p is not before:
+                keep(p)
+                run_w[i] = sum(p.values())
+            w = run_w[i]
+        out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
+    return out, (at, np.fromiter(run_w, np.int64, len(run_w))), made
 
 
 _ID = attrgetter("id")

@@ -327,21 +327,37 @@ def test_an_unchanged_placement_is_the_snapshots_in_server_order():
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(servers=st.integers(1, 80), jobs=st.integers(0, 200), seed=st.integers(0, 2**31 - 1),
-       running=st.floats(0.0, 1.0), reclaim=st.integers(0, 8), objective=st.sampled_from(["jct-reduction", "hesrpt"]))
-def test_decision_of_a_large_round_is_the_small_rounds_pass(servers, jobs, seed, running, reclaim, objective):
+       running=st.floats(0.0, 1.0), reclaim=st.integers(0, 8), objective=st.sampled_from(["jct-reduction", "hesrpt"]),
+       reverse=st.booleans())
+def test_decision_of_a_large_round_is_the_small_rounds_pass(servers, jobs, seed, running, reclaim, objective,
+                                                            reverse):
     """:func:`lyra_solver.steps.decision._decision` has two passes, one over every job (below
-    ``_ARRAYS_MIN_JOBS``) and one over the running jobs with the preempted ones found by arrays: on the same
-    rounds (reclaims that preempt, borrowed servers that host or not) both give the same decision bytes."""
+    ``_ARRAYS_MIN_JOBS``) and one over the running jobs (counting their workers on the way) with the preempted ones
+    found from the index view's list of placed jobs: on the same rounds (reclaims that preempt, borrowed servers
+    that host or not, snapshot placements listing their servers in index order or reversed, kept or shrunk) both
+    give the same decision bytes."""
     from unittest import mock
 
     import lyra_solver.steps.decision as decision_step
 
     snap = generate_snapshot(servers=servers, jobs=jobs, seed=seed, running_share=running, reclaim=reclaim)
-    data = io.encode(snap)
-    small = io.encode(decide(io.parse_snapshot(data), objective=objective))
+    data = io.encode(snap)  # its mappings' keys sorted
+    if reverse:  # servers out of index order: the decision lists them in order (a shrunk job's too)
+        snap = json.loads(data)
+        for job in snap["jobs"]:
+            if job.get("placement"):
+                job["placement"] = dict(reversed(job["placement"].items()))
+        data = json.dumps(snap).encode()
+    small = decide(io.parse_snapshot(data), objective=objective)
     with mock.patch.object(decision_step, "_ARRAYS_MIN_JOBS", 0):
-        large = io.encode(decide(io.parse_snapshot(data), objective=objective))
-    assert large == small
+        large = decide(io.parse_snapshot(data), objective=objective)
+    assert io.encode(large) == io.encode(small)
+
+    def listed(d):  # the mappings' items in their order (the bytes list them sorted)
+        return [(k, v.action, v.workers, v.changed, v.placement and list(v.placement.items()))
+                for k, v in d.jobs.items()]
+
+    assert listed(large) == listed(small)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
