@@ -52,11 +52,13 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     if not queued:  # nobody to admit (most simulator rounds): the placements as they are
         return Admitted(reclaimed.placement, (), frozenset())
     jobs = list(map(snap.jobs.__getitem__, queued))
-    order = queue_order(  # each order reads its own key: the others are not computed
+    n = len(queued)
+    at = np.fromiter(queued, np.int64, n)  # one conversion for every gather
+    order = queue_order(  # each order reads its own key: the others are not computed; floats read into arrays
         settings.queue,
-        submit_time=list(map(_SUBMIT, jobs)),
-        min_time=times_at_min(cl, queued, jobs) if settings.queue == "sjf" else None,
-        attained_service=list(map(_ATTAINED, jobs)) if settings.queue == "las" else None,
+        submit_time=np.fromiter(map(_SUBMIT, jobs), np.float64, n),
+        min_time=times_at_min(cl, queued, jobs, at) if settings.queue == "sjf" else None,
+        attained_service=np.fromiter(map(_ATTAINED, jobs), np.float64, n) if settings.queue == "las" else None,
     )
     usable = usable_servers(cl, reclaimed, borrowed)
     tier = np.full(cl.gpus.shape[0], -1, dtype=np.int64)
@@ -68,7 +70,7 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     free = np.where(usable, cl.gpus - used, 0)
     nb = compiled(len(queued), free)
     if nb is not None:
-        in_order = np.fromiter(queued, np.int64, len(queued))[order]
+        in_order = at[order]
         out = _admit_compiled(nb, cl, reclaimed.placement, in_order, free, tier, used)
         if out is not None:
             return out
@@ -201,16 +203,17 @@ def _after(cl: Cluster, before: tuple, placement: list, changed: list[int]) -> t
     return after
 
 
-def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None) -> np.ndarray:
+def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None, idx: np.ndarray | None = None) -> np.ndarray:
     """Remaining time of each job of ``jobs`` at its ``min_workers`` (the ``sjf`` key): the value table's
     ``T(min)`` (:func:`lyra_solver.values.times_at`, the same floats). ``specs``: the snapshot's jobs of
-    ``jobs``, where the caller has them already. O(len(jobs))."""
+    ``jobs``, and ``idx``: ``jobs`` as an int64 array, where the caller has them already. O(len(jobs))."""
     if not jobs:
         return np.zeros(0)
     if specs is None:
         specs = list(map(cl.snap.jobs.__getitem__, jobs))
     n = len(jobs)
-    idx = np.fromiter(jobs, np.int64, n)  # one conversion for both gathers
+    if idx is None:
+        idx = np.fromiter(jobs, np.int64, n)  # one conversion for both gathers
     return times_at(list(map(_THROUGHPUT, specs)), cl.min_w[idx], np.fromiter(map(_WORK, specs), np.float64, n),
                     cl.gpw[idx], server_gpus=cl.server_gpus)
 
