@@ -64,7 +64,7 @@ def place(state: RoundState, settings: Settings) -> Placed:
         stopped = jobs[targets == 0].tolist()
         runs = targets > 0
         is_admitted = np.zeros(len(before), bool)
-        is_admitted[list(adm.admitted)] = True
+        is_admitted[np.fromiter(adm.admitted, np.int64, len(adm.admitted))] = True
         move = runs & is_admitted[jobs]
         rest = np.flatnonzero(runs & ~move)  # running jobs that keep running: positions in ``jobs``
         move[rest] = targets[rest] != _held_workers(cl, before, jobs[rest].tolist())
@@ -77,7 +77,7 @@ def place(state: RoundState, settings: Settings) -> Placed:
     heuristic = EXACT_WARM_START if settings.placement == "exact" else settings.placement
     while True:
         problem, out = _place_afresh(cl, adm, usable, workers, moving, stopped, heuristic,
-                                     current=settings.placement == "exact")
+                                     current=settings.placement == "exact", admitted=admitted)
         spread = _spread_growths(cl, adm, servers, workers, moving, out) if settings.compact_growth else []
         if not spread:
             break
@@ -95,14 +95,14 @@ def place(state: RoundState, settings: Settings) -> Placed:
         placement[j] = p
     for j in stopped:
         placement[j] = None
-    min_w = cl.min_w.tolist()
+    lows = cl.min_w[np.fromiter(moving, np.int64, len(moving))].tolist()  # the moving jobs' base demands
     # the problem's servers are the cluster's (positions are server indices); best fit decreasing lists Python ints
     # above 0 only, the placement ILP may list numpy ints and zeros
     as_listed = report.method == heuristic
     gots = map(dict, per_job) if as_listed else ({int(s): int(n) for s, n in pairs if n > 0} for pairs in per_job)
-    for j, got in zip(moving, gots, strict=True):
+    for j, got, lo in zip(moving, gots, lows, strict=True):
         # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
-        placement[j] = got if j in admitted or sum(got.values()) >= min_w[j] else None
+        placement[j] = got if j in admitted or sum(got.values()) >= lo else None
     if settings.compact_growth:
         moved = admitted.union(kept, moving)  # one set: the test per job stays O(1) on the hot path
         settled = [j for j, p in enumerate(placement) if p and j not in moved]
@@ -177,7 +177,7 @@ def _held_workers(cl, placement: tuple, jobs: list[int]) -> np.ndarray:
 
 
 def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EXACT_WARM_START,
-                  current: bool = False):
+                  current: bool = False, admitted: set[int] | frozenset[int] | None = None):
     """The placement ``heuristic`` (best fit decreasing by default) for the ``moving`` jobs afresh (keeping their
     current workers where afresh leaves one out), every other job's GPUs held: those of unchanged and ``kept``
     jobs, none of ``stopped`` ones. The problem's servers are all the cluster's, in order (position = server
@@ -187,8 +187,9 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
     moving jobs' current workers (``cur_*``) when ``current`` is asked for (the placement ILP reads them), when the
     heuristic is not best fit decreasing, or when afresh left a worker out: best fit decreasing afresh
     (``keep_current=False``) reads none of them, and listing them was a tenth of the step on 50,000 jobs.
-    O(S + entries of the moving and stopped jobs' placements) plus the heuristic's. ``targets``: the moving jobs'
-    workers."""
+    O(S + entries of the moving and stopped jobs' placements; the admitted ones' not read where the admission
+    counted their GPUs, ``Admitted.taken``) plus the heuristic's. ``targets``: the moving jobs' workers;
+    ``admitted``: ``adm.admitted`` as a set, where the caller has it."""
     # every job's GPUs after admission (kept from the scale step) less those of the jobs placed afresh or stopped
     # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs). The admitted
     # jobs (every one moves or stops) give back what admission counted for them (``adm.taken``) where it did
@@ -197,7 +198,7 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
     movers = chain(moving, stopped)
     if adm.taken is not None and adm.admitted:
         used -= adm.taken
-        movers = filterfalse(frozenset(adm.admitted).__contains__, movers)
+        movers = filterfalse((frozenset(adm.admitted) if admitted is None else admitted).__contains__, movers)
     movers = list(movers)
     # the moving and stopped jobs that hold GPUs
     held = list(compress(movers, map(before.__getitem__, movers)))

@@ -63,7 +63,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     counts = worker_counts(cl, adm.placement, adm.admitted)  # admitted: at base demand
     run = np.flatnonzero(counts)
     if adm.admitted:
-        counts[list(adm.admitted)] = 0
+        counts[np.fromiter(adm.admitted, np.int64, len(adm.admitted))] = 0
     held = counts[run]
     extra_gpus = int(((held - cl.min_w[run]) * cl.gpw[run])[held > 0].sum())
     jobs = tuple(run.tolist())
@@ -367,7 +367,7 @@ def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, c
 def _member(members: frozenset[int], idx: np.ndarray, n: int) -> np.ndarray:
     """Mask of the entries of ``idx`` (job indices below ``n``) that are in ``members``. O(n)."""
     mask = np.zeros(n, bool)
-    mask[list(members)] = True
+    mask[np.fromiter(members, np.int64, len(members))] = True
     return mask[idx]
 
 
