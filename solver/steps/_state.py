@@ -239,6 +239,9 @@ class Scaled:
     rows: np.ndarray | None = None
     #: with ``rows``: each entry of ``jobs``'s value at its ``min_workers`` (the table's first column)
     fixed: np.ndarray | None = None
+    #: workers each entry of ``jobs`` holds after admission, 0 for an admitted job (read-only), where the step
+    #: counted them; ``None``: not known (the place step counts them)
+    held: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -67,7 +67,9 @@ def place(state: RoundState, settings: Settings) -> Placed:
         is_admitted[np.fromiter(adm.admitted, np.int64, len(adm.admitted))] = True
         move = runs & is_admitted[jobs]
         rest = np.flatnonzero(runs & ~move)  # running jobs that keep running: positions in ``jobs``
-        move[rest] = targets[rest] != _held_workers(cl, before, jobs[rest].tolist())
+        # what the scale step counted, where it did (the same counts as _held_workers: non-admitted jobs)
+        have = sc.held[rest] if sc.held is not None else _held_workers(cl, before, jobs[rest].tolist())
+        move[rest] = targets[rest] != have
         moving = jobs[move].tolist()
         workers = targets[move]
     usable = usable_servers(cl, rec, borrowed)
