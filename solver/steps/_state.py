@@ -32,7 +32,7 @@ from lyra_solver.types import PackingGroup, Snapshot
 from lyra_solver.values import ValueTable
 
 __all__ = ["Admitted", "Cluster", "Placed", "Reclaimed", "RoundState", "Scaled", "Settings", "StepReport",
-           "remember_used", "usable_servers", "used_gpus", "worker_counts"]
+           "queued_jobs", "remember_used", "usable_servers", "used_gpus", "worker_counts"]
 
 #: Workers per server index of one job (``None``: the job does not run).
 JobPlacement = dict[int, int] | None
@@ -207,11 +207,37 @@ class Reclaimed:
     preempted: tuple[int, ...]
     shrunk: frozenset[int]
     report: StepReport
+    #: ``(placement, the queued jobs as an int64 array)`` where the step knew them by array operations (a large
+    #: round): :meth:`queued_array` reads them while ``placement`` is that very tuple (not after a replace)
+    known_queued: tuple[tuple[JobPlacement, ...], np.ndarray] | None = field(default=None, repr=False)
 
     @property
     def queued(self) -> list[int]:
         """The jobs without a placement after the reclaim (queued before, or just preempted), in job order."""
+        known = self.known_queued
+        if known is not None and known[0] is self.placement:
+            return known[1].tolist()
         return [j for j, pl in enumerate(self.placement) if pl is None]
+
+    def queued_array(self) -> tuple[list[int], np.ndarray]:
+        """:attr:`queued` and the same jobs as an int64 array."""
+        known = self.known_queued
+        if known is not None and known[0] is self.placement:
+            return known[1].tolist(), known[1]
+        queued = self.queued
+        return queued, np.fromiter(queued, np.int64, len(queued))
+
+
+def queued_jobs(cl: Cluster, placement: tuple[JobPlacement, ...], preempted: tuple[int, ...]) -> np.ndarray:
+    """The jobs without a placement in ``placement`` (int64, job order), for a placement that the reclaim step made
+    of the index view's: the jobs with no snapshot placement, and the ``preempted`` ones (the only entries it sets
+    to ``None``). Array operations, O(J) in C."""
+    mask = np.ones(len(placement), np.bool_)
+    mask[np.fromiter(cl.held, np.int64, len(cl.held))] = False
+    mask[np.fromiter(preempted, np.int64, len(preempted))] = True
+    out = np.flatnonzero(mask)
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True, eq=False)

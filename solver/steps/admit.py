@@ -48,12 +48,11 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     if settings.objective in JOINT_ADMISSION:
         return Admitted(reclaimed.placement, (), frozenset())
     snap = cl.snap
-    queued = reclaimed.queued
+    queued, at = reclaimed.queued_array()  # the array: one conversion for every gather
     if not queued:  # nobody to admit (most simulator rounds): the placements as they are
         return Admitted(reclaimed.placement, (), frozenset())
     jobs = list(map(snap.jobs.__getitem__, queued))
     n = len(queued)
-    at = np.fromiter(queued, np.int64, n)  # one conversion for every gather
     order = queue_order(  # each order reads its own key: the others are not computed; floats read into arrays
         settings.queue,
         submit_time=np.fromiter(map(_SUBMIT, jobs), np.float64, n),

@@ -17,7 +17,15 @@ import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.reclaim import ReclaimProblem, solve_reclaim
 from lyra_solver.formulations.vocabulary import ServerKind
-from lyra_solver.steps._state import Reclaimed, RoundState, Settings, StepReport, remember_used, used_gpus
+from lyra_solver.steps._state import (
+    Reclaimed,
+    RoundState,
+    Settings,
+    StepReport,
+    queued_jobs,
+    remember_used,
+    used_gpus,
+)
 
 __all__ = ["reclaim"]
 
@@ -30,7 +38,8 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     loaned = np.flatnonzero(cl.kind == ServerKind.LOANED)
     k = min(cl.snap.inference.reclaim, int(loaned.size))
     if k == 0:
-        return Reclaimed((), cl.placement, (), frozenset(), StepReport("none", "optimal", 0.0, 0.0, 0.0))
+        return Reclaimed((), cl.placement, (), frozenset(), StepReport("none", "optimal", 0.0, 0.0, 0.0),
+                         _known_queued(cl, cl.placement, ()))
     before = cl.placement
     # a small round (the simulator's): one loop costs less than the numpy calls
     hosts = _hosts_loop if len(before) < _ARRAYS_MIN_JOBS else _hosts_arrays
@@ -77,7 +86,14 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
                 used[s] -= n * g
     after = tuple(placement)
     remember_used(cl, after, used)  # the loan, admission and scale steps ask for it
-    return Reclaimed(back, after, tuple(sorted(preempted)), frozenset(shrunk), StepReport.of(res))
+    preempted = tuple(sorted(preempted))
+    return Reclaimed(back, after, preempted, frozenset(shrunk), StepReport.of(res), _known_queued(cl, after, preempted))
+
+
+def _known_queued(cl, after: tuple, preempted: tuple[int, ...]) -> tuple | None:
+    """:attr:`Reclaimed.known_queued` of the step's result on a large round (:func:`queued_jobs`: array operations
+    instead of the admission step's test per job); ``None`` on a small one."""
+    return (after, queued_jobs(cl, after, preempted)) if len(after) >= _ARRAYS_MIN_JOBS else None
 
 
 def _hosts_loop(cl, before: tuple, loaned: np.ndarray) -> tuple[list[int], list[int], list[int], list[int]]:

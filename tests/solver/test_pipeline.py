@@ -380,6 +380,37 @@ def test_reclaim_keeps_the_gpus_its_placements_use(servers, jobs, seed, running,
     assert not kept.flags.writeable
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(servers=st.integers(1, 60), jobs=st.integers(0, 150), seed=st.integers(0, 2**31 - 1),
+       running=st.floats(0.0, 1.0), reclaim=st.integers(0, 8))
+def test_reclaim_knows_the_queued_jobs_of_a_large_round(servers, jobs, seed, running, reclaim):
+    """On a large round (forced here at any size) the reclaim step lists the jobs left without a placement by
+    array operations (the jobs with no snapshot placement and the preempted ones): the jobs whose placement is
+    ``None``, as the admission step would find them one by one; a result whose placement is replaced afterwards
+    finds them afresh."""
+    import dataclasses
+    from unittest import mock
+
+    import lyra_solver.steps.reclaim as reclaim_step
+    from lyra_solver.pipeline import settings_of
+    from lyra_solver.steps import RoundState
+    from lyra_solver.steps._state import Cluster
+
+    snap = io.parse_snapshot(io.encode(generate_snapshot(servers=servers, jobs=jobs, seed=seed,
+                                                         running_share=running, reclaim=reclaim)))
+    cl = Cluster.of(snap)
+    with mock.patch.object(reclaim_step, "_ARRAYS_MIN_JOBS", 0):
+        rec = reclaim_step.reclaim(RoundState(cl), settings_of(snap))
+    assert rec.known_queued is not None
+    expected = [j for j, p in enumerate(rec.placement) if p is None]
+    queued, at = rec.queued_array()
+    assert rec.queued == queued == at.tolist() == expected
+    if rec.placement:
+        other = dataclasses.replace(rec, placement=(None if rec.placement[0] else {0: 1}, *rec.placement[1:]))
+        again = [j for j, p in enumerate(other.placement) if p is None]
+        assert other.queued == other.queued_array()[0] == other.queued_array()[1].tolist() == again
+
+
 @given(max_w=st.lists(st.integers(0, 2**40), max_size=40), seed=st.integers(0, 2**31 - 1))
 def test_loan_total_demand_is_exact(max_w, seed):
     """The loan step's total demand is the exact integer sum of max_workers x gpus_per_worker, by numpy where int64
