@@ -17,8 +17,8 @@ that may fit.
 Both passes have a compiled twin (:func:`lyra_solver.heuristics._nbadmit.admit_all`, the same placements, order of
 admission and donors), taken by the rule of :func:`lyra_solver.heuristics.placement.compiled` (the package's numba
 kernels loaded, or at least 20,000 queued jobs): on 43,014 queued jobs and 12,500 servers the step takes about
-45 ms instead of 185, of which the kernel is 5; most of the rest is the ``sjf`` key (12 ms) and the dicts in and
-out.
+25 ms CPU (quiet machine) instead of 185, of which the kernel is 4-5; most of the rest is the ``sjf`` key (10 ms)
+and the dicts in and out.
 """
 from __future__ import annotations
 
