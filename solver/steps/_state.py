@@ -91,13 +91,21 @@ class Cluster:
     max_w: np.ndarray
     placement: tuple[JobPlacement, ...]
     server_gpus: int
-    #: the jobs with a placement in the snapshot (running, or an empty one), in job order
-    held: tuple[int, ...]
+    #: the jobs with a placement in the snapshot (running, or an empty one), in job order, listed by :meth:`of` on
+    #: a large round (``None`` on a small one: :attr:`placed_jobs` lists them when asked)
+    held: tuple[int, ...] | None
     #: workers each job holds in the snapshot (0: none), read-only
     workers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     #: :func:`used_gpus` of the placement tuples asked for so far this round, by ``id`` (each entry holds its
     #: tuple, so the id stays that tuple's): the reclaim, loan, admission and scale steps ask for the same ones
     used_memo: dict[int, tuple[tuple[JobPlacement, ...], np.ndarray]] = field(default_factory=dict, repr=False)
+
+    @property
+    def placed_jobs(self) -> tuple[int, ...]:
+        """:attr:`held`, listed now where :meth:`of` did not (a small round)."""
+        if self.held is not None:
+            return self.held
+        return tuple(i for i, p in enumerate(self.placement) if p is not None)
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
@@ -117,24 +125,41 @@ class Cluster:
         placement = []
         add = placement.append
         workers = [0] * len(jobs)
-        held = []
+        held: list[int] = []
         hold = held.append
-        for i, j in enumerate(jobs):
-            pl = j.placement
-            if pl is None:
-                add(None)
-                continue
-            hold(i)
-            g = j.gpus_per_worker
-            p = {}
-            n = 0
-            for k, v in pl.items():
-                s = sid[k]
-                p[s] = v
-                used[s] += v * g
-                n += v
-            workers[i] = n
-            add(p)
+        if len(jobs) < _HELD_MIN_JOBS:  # a small round: the same loop without listing the placed jobs
+            for i, j in enumerate(jobs):
+                pl = j.placement
+                if pl is None:
+                    add(None)
+                    continue
+                g = j.gpus_per_worker
+                p = {}
+                n = 0
+                for k, v in pl.items():
+                    s = sid[k]
+                    p[s] = v
+                    used[s] += v * g
+                    n += v
+                workers[i] = n
+                add(p)
+        else:
+            for i, j in enumerate(jobs):
+                pl = j.placement
+                if pl is None:
+                    add(None)
+                    continue
+                hold(i)
+                g = j.gpus_per_worker
+                p = {}
+                n = 0
+                for k, v in pl.items():
+                    s = sid[k]
+                    p[s] = v
+                    used[s] += v * g
+                    n += v
+                workers[i] = n
+                add(p)
         count = np.array(workers, np.int64)
         count.setflags(write=False)
         cl = cls(
@@ -144,12 +169,16 @@ class Cluster:
             max_w=np.array([j.max_workers for j in jobs], np.int64),
             placement=tuple(placement),
             server_gpus=server_gpus,
-            held=tuple(held),
+            held=tuple(held) if len(jobs) >= _HELD_MIN_JOBS else None,
             workers=count,
         )
         remember_used(cl, cl.placement, np.array(used, np.int64))
         return cl
 
+
+#: Jobs from which :meth:`Cluster.of` lists the placed jobs in its loop (the large rounds' decision and reclaim
+#: steps read them); below it the loop stays as short as it was (the simulator's rounds)
+_HELD_MIN_JOBS = 2_000
 
 #: The last :func:`_servers_view` made (its servers tuple first): snapshots of consecutive rounds often share it
 _last_servers: tuple | None = None
@@ -233,7 +262,8 @@ def queued_jobs(cl: Cluster, placement: tuple[JobPlacement, ...], preempted: tup
     of the index view's: the jobs with no snapshot placement, and the ``preempted`` ones (the only entries it sets
     to ``None``). Array operations, O(J) in C."""
     mask = np.ones(len(placement), np.bool_)
-    mask[np.fromiter(cl.held, np.int64, len(cl.held))] = False
+    held = cl.placed_jobs
+    mask[np.fromiter(held, np.int64, len(held))] = False
     mask[np.fromiter(preempted, np.int64, len(preempted))] = True
     out = np.flatnonzero(mask)
     out.setflags(write=False)
