@@ -343,7 +343,9 @@ def test_compiled_reduction_equals_numpy_reduction(inst):
             assert a.shape == b.shape and np.array_equal(a, b)
         lp = int(len(want[0]) // 2)  # any undominated item may be the LP item
         bw, bv = int(want[0][lp]), float(want[1][lp])
-        for alpha, lag_ub, thr in ((0.5, 3.0, 1.0), (2.0, 0.0, 5.0), (1.0, 10.0, -10.0)):
+        # alpha >= 0: the Lagrangian test first, on the raw items (_select_survivors); alpha < 0: sort first
+        for alpha, lag_ub, thr in ((0.5, 3.0, 1.0), (2.0, 0.0, 5.0), (1.0, 10.0, -10.0), (0.0, 1.0, 0.5),
+                                   (1.0, 0.5, 0.0), (-0.5, 2.0, 1.0)):
             got = nb.select_items(p.weights, p.values, i, int(p.sizes[i]), bw, bv, alpha, lag_ub, thr)
             ref = select_numpy(p, i, bw, bv, alpha, lag_ub, thr)
             for a, b in zip(got, ref, strict=True):
