@@ -19,8 +19,12 @@ import numpy as np
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def count(W, V, dw, dv, cap, thr, alpha):  # pragma: no cover - compiled
-    S = W.shape[0]
-    k = dw.shape[0]
+    return _count_n(W, V, W.shape[0], dw, dv, dw.shape[0], cap, thr, alpha)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _count_n(W, V, S, dw, dv, k, cap, thr, alpha):  # pragma: no cover - compiled
+    """``count`` over the first ``S`` states and ``k`` items of the arrays."""
     total = 0
     for h in range(S):
         lag_h = V[h] + alpha * float(cap - W[h])
@@ -120,8 +124,17 @@ def _front_merge(W, V, lagS, S, loss, d_w, d_v, thr_lag, j, fW, fV, fP, fI, nf, 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r, oW, oV, oP,
                 oI, yW, yV, yP, yI, lagS):  # pragma: no cover - compiled
-    """``step`` into the caller's buffers (``oW, oV, oP, oI``, at least ``S k`` entries each); returns ``(count,
-    best_v, best_p, best_j)``. The incumbent first (per item, the heaviest state that fits has the largest value);
+    """``_step_merge_n`` over every state and item of the arrays."""
+    return _step_merge_n(W, V, W.shape[0], dw, dv, dw.shape[0], cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu,
+                         xd, yd, mod_g, mod_r, oW, oV, oP, oI, yW, yV, yP, yI, lagS)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _step_merge_n(W, V, S, dw, dv, k, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r, oW,
+                  oV, oP, oI, yW, yV, yP, yI, lagS):  # pragma: no cover - compiled
+    """``step`` on the first ``S`` states of ``W, V`` and the first ``k`` items of ``dw, dv``, into the caller's
+    buffers (``oW, oV, oP, oI``, at least ``S k`` entries each); returns ``(count, best_v, best_p, best_j)``.
+    The incumbent first (per item, the heaviest state that fits has the largest value);
     then the Pareto front of the considered candidates (``core.step_numpy``'s Lagrangian pre-test), built one item
     at a time, ``F_j = front(F_{j-1} + C_j)`` with ``C_j`` item ``j``'s considered candidates; then the bound keeps
     those above ``thr``.
@@ -139,14 +152,22 @@ def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu
     calls of two small kernels, not inlined (no swap of array variables; the swaps and the scratch allocation
     cost about 0.3 microseconds per step, as much as a 100 x 10 search's small steps themselves: 0.33 -> 0.14
     microseconds at 4 states and 5 items; inlined, the helpers took 0.6)."""
-    S = W.shape[0]
-    k = dw.shape[0]
     best_v = z
     best_w = 0
     best_p = -1
     best_j = -1
     for j in range(k):
-        h = np.searchsorted(W, cap - dw[j], side="right") - 1
+        # the heaviest state that fits (np.searchsorted(W[:S], cap - dw[j], side="right") - 1, without the slice)
+        x = cap - dw[j]
+        lo = 0
+        hi = S
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if W[mid] <= x:
+                lo = mid + 1
+            else:
+                hi = mid
+        h = lo - 1
         if h >= 0:
             v = V[h] + dv[j]
             w = W[h] + dw[j]
@@ -224,7 +245,12 @@ def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu
 def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # pragma: no cover - compiled
     """Twin of ``core.scan_numpy``: the largest state bound, whether a feasible / an overfull state can still
     gain by an upgrade / a downgrade, and the largest Lagrangian value of a state."""
-    S = W.shape[0]
+    return _scan_n(W, V, W.shape[0], cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _scan_n(W, V, S, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # pragma: no cover - compiled
+    """``scan`` over the first ``S`` states of ``W, V``."""
     has_tail = xu.shape[0] > 0
     nu = xu.shape[0]
     pu = nu - 1
@@ -668,7 +694,10 @@ def _select_survivors(weights, values, i, k, bw, bv, alpha, lag_ub, thr, cw, cv,
         dw[0] = 0
         dv[0] = 0.0
         n_sel = 1
-    return n_sel
+    # every array read at the one exit: numba then counts no reference to them (with the last reads of some on
+    # the fallback's path only, it counted all ten: an atomic increment and decrement each, once a step)
+    return n_sel + 0 * (weights.shape[0] + values.shape[0] + cw.shape[0] + cv.shape[0] + ci.shape[0] + cand.shape[0]
+                        + dw.shape[0] + dv.shape[0])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -1349,6 +1378,29 @@ def _lazy_extend(cls, key, st, prefix):  # pragma: no cover - compiled
 def _lazy_head(cls, key, st, prefix, member):  # pragma: no cover - compiled
     """``core._Lists._head``: the first class of the order not in the core (``-1`` when none); ``st = [prefix
     length, want, read pointer]``."""
+    c = _lazy_head_sorted(st, prefix, member)
+    if c == -2:
+        c = _lazy_head_extend(cls, key, st, prefix, member)
+    return c
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lazy_head_sorted(st, prefix, member):  # pragma: no cover - compiled
+    """``_lazy_head`` within the sorted prefix: the head, or ``-2`` when the read pointer passes the prefix (the
+    caller then calls ``_lazy_head_extend``). No call here and one exit where every array is read: numba counts no
+    reference to them (a call that may raise made it count each, an atomic increment and decrement, and the search
+    reads a head once a step)."""
+    p = st[2]
+    while p < st[0] and member[prefix[p]]:
+        p += 1
+    st[2] = p
+    c = prefix[p] if p < st[0] else -2
+    return c + 0 * (prefix.shape[0] + member.shape[0])  # (every array read here)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lazy_head_extend(cls, key, st, prefix, member):  # pragma: no cover - compiled
+    """``_lazy_head`` from the read pointer, extending the prefix as it reads past it."""
     n = cls.shape[0]
     p = st[2]
     while True:
@@ -1429,11 +1481,52 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
                        tail_growth, bytes_per_cand, item_bytes, budget, orders, z_stop)
 
 
+# indices of the search run's scalar state in ``ist`` (``_run_steps`` keeps it there between its calls)
+_I_S = 0  # states
+_I_SIDE = 1  # which buffer pair holds them: 0 aW, aV; 1 bW, bV
+_I_NORD = 2  # classes in the core
+_I_A = 3  # the three lists' heads
+_I_B = 4
+_I_C = 5
+_I_HIST = 6  # bytes of the links
+_I_WORK = 7
+_I_INC_STEP = 8  # the incumbent state: step, parent, raw item (-1: none)
+_I_INC_PAR = 9
+_I_INC_ITEM = 10
+_I_CODE = 11
+_I_RESUME = 12  # where the step resumes: 0 its start, 1 after the tail, 2 at the links' copy
+_I_I = 13  # the entering class, its kept items, the step's new states
+_I_K = 14
+_I_M = 15
+_I_HAS_TAIL = 16
+_I_TAIL_CORE = 17
+_N_IST = 18
+
+#: The first size of a search run's buffers (states, a step's candidates, links): each growth returns from
+#: ``_run_steps`` (its arrays are replaced), about a microsecond each; from 256 entries a weakly 100 x 10 run of
+#: 6,000 state-item pairs grew them 10 times
+_RUN_BUFFER = 4096
+
+#: ``_run_steps``'s returns: the run ended (its code in ``ist``), hand it back, build the tail, grow the step's
+#: buffers, grow the links
+_EV_DONE = 0
+_EV_BACK = 1
+_EV_TAIL = 2
+_EV_GROW = 3
+_EV_LINKS = 4
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_class, alpha, tol, mod_g, mod_r,
                 z0, lam_up, lam_dn, regret, hw, hv, hstart, levels, max_bytes, link_share, tail_min, tail_growth,
                 bytes_per_cand, item_bytes, budget, orders, z_stop):  # pragma: no cover - compiled
-    """``search`` on the lazy orders of ``_search_orders`` (read from their start)."""
+    """``search`` on the lazy orders of ``_search_orders`` (read from their start).
+
+    The steps run in ``_run_steps``, whose arrays never change within a call; it returns here where an array
+    must be replaced (the tail built or rebuilt, a step's buffers or the links grown; the step then resumes where
+    it stopped) and at the end. Replacing arrays inside the loop made numba count references on each of them
+    every step (an atomic increment and decrement through a call each: about 0.2 microseconds a step, half the
+    time of a weakly 100 x 10 search's small steps)."""
     n = sizes.shape[0]
     up_c, up_k, up_s, up_p, dn_c, dn_k, dn_s, dn_p, rg_c, rg_k, rg_s, rg_p = orders
     up_s[2] = 0
@@ -1448,44 +1541,30 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
     yu = empty
     xd = empty
     yd = empty
-    has_tail = False
-    tail_core = 0
     t_cu = np.zeros(0, dtype=np.int64)
     t_wu = np.zeros(0, dtype=np.int64)
     t_vu = np.zeros(0, dtype=np.float64)
     t_cd = np.zeros(0, dtype=np.int64)
     t_wd = np.zeros(0, dtype=np.int64)
     t_vd = np.zeros(0, dtype=np.float64)
-    W = np.empty(1, dtype=np.int64)
-    V = np.empty(1, dtype=np.float64)
-    W[0] = w0  # the root state: the caller's sums (numpy's pairwise float sum)
-    V[0] = v0
-    z = z0
-    inc_step = -1
-    inc_parent = -1
-    inc_item = -1
     order = np.empty(n, dtype=np.int64)
-    n_order = 0
     # links between states: flat parents and items with per-step offsets
-    link_par = np.empty(64, dtype=np.int64)
-    link_itm = np.empty(64, dtype=np.int64)
+    link_par = np.empty(_RUN_BUFFER, dtype=np.int64)
+    link_itm = np.empty(_RUN_BUFFER, dtype=np.int64)
     link_off = np.zeros(n + 1, dtype=np.int64)
-    hist = 0
-    work = 0
-    code = -1
-    # one step's candidates, reused (grown when a step needs more): the states alternate between two buffers (a
-    # step reads one and writes the other), the parents and items are copied to the links at once
-    aW = np.empty(256, dtype=np.int64)
-    aV = np.empty(256, dtype=np.float64)
-    bW = np.empty(256, dtype=np.int64)
-    bV = np.empty(256, dtype=np.float64)
-    bP = np.empty(256, dtype=np.int64)
-    bI = np.empty(256, dtype=np.int64)
-    yW = np.empty(256, dtype=np.int64)  # the pairwise merges' scratch
-    yV = np.empty(256, dtype=np.float64)
-    yP = np.empty(256, dtype=np.int64)
-    yI = np.empty(256, dtype=np.int64)
-    lagS = np.empty(256, dtype=np.float64)  # the states' Lagrangian values (the step's scratch)
+    # the states alternate between two buffer pairs (a step reads one and writes the other); one step's parents and
+    # items, the pairwise merges' scratch and the states' Lagrangian values, reused (grown when a step needs more)
+    aW = np.empty(_RUN_BUFFER, dtype=np.int64)
+    aV = np.empty(_RUN_BUFFER, dtype=np.float64)
+    bW = np.empty(_RUN_BUFFER, dtype=np.int64)
+    bV = np.empty(_RUN_BUFFER, dtype=np.float64)
+    bP = np.empty(_RUN_BUFFER, dtype=np.int64)
+    bI = np.empty(_RUN_BUFFER, dtype=np.int64)
+    yW = np.empty(_RUN_BUFFER, dtype=np.int64)
+    yV = np.empty(_RUN_BUFFER, dtype=np.float64)
+    yP = np.empty(_RUN_BUFFER, dtype=np.int64)
+    yI = np.empty(_RUN_BUFFER, dtype=np.int64)
+    lagS = np.empty(_RUN_BUFFER, dtype=np.float64)
     # the entering class's selection and its scratch, reused
     mm = max(weights.shape[1], 1)
     s_order = np.empty(mm, dtype=np.int64)
@@ -1496,146 +1575,264 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
     s_cand = np.empty(mm, dtype=np.int64)
     s_dw = np.empty(mm, dtype=np.int64)
     s_dv = np.empty(mm, dtype=np.float64)
+    aW[0] = w0  # the root state: the caller's sums (numpy's pairwise float sum)
+    aV[0] = v0
+    ist = np.zeros(_N_IST, dtype=np.int64)
+    ist[_I_S] = 1
+    ist[_I_INC_STEP] = -1
+    ist[_I_INC_PAR] = -1
+    ist[_I_INC_ITEM] = -1
+    ist[_I_CODE] = -1
     # the lists' heads change only when a class enters the core, and only the list whose head entered: they are
     # read once here and after each entry for that list alone (six reads a step cost about 0.3 microseconds)
-    a = _lazy_head(up_c, up_k, up_s, up_p, member)
-    b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
-    c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
+    ist[_I_A] = _lazy_head(up_c, up_k, up_s, up_p, member)
+    ist[_I_B] = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
+    ist[_I_C] = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
+    fst = np.empty(1, dtype=np.float64)
+    fst[0] = z0
     while True:
-        S = W.shape[0]
-        if S == 0:
-            code = 0
+        ev = _run_steps(weights, values, sizes, cap, base_w, base_v, frac_class, alpha, tol, mod_g, mod_r, lam_up,
+                        lam_dn, regret, max_bytes, link_share, tail_min, tail_growth, bytes_per_cand, item_bytes,
+                        budget, z_stop, up_c, up_k, up_s, up_p, dn_c, dn_k, dn_s, dn_p, rg_c, rg_k, rg_s, rg_p,
+                        member, order, aW, aV, bW, bV, bP, bI, yW, yV, yP, yI, lagS, s_order, s_cw, s_cv, s_ci, s_hp,
+                        s_cand, s_dw, s_dv, link_par, link_itm, link_off, xu, yu, xd, yd, stats, ist, fst)
+        if ev == _EV_DONE:
             break
-        l_up = lam_up[a] if a >= 0 else 0.0
-        l_dn = lam_dn[b] if b >= 0 else np.inf
-        r_nx = regret[c] if c >= 0 else np.inf
-        thr = z + tol
-        ub_max, need_up, need_dn, lag_ub = scan(W, V, cap, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd, thr)
-        thr_lag = _lift(thr, mod_g, mod_r)
-        if n_order == 0:
-            i = frac_class
-        else:
-            if ub_max <= thr:
-                code = 1
-                break
-            if lag_ub <= thr_lag:
-                code = 2
-                break
-            need_up = a >= 0 and need_up
-            need_dn = b >= 0 and need_dn
-            if need_up and need_dn:
-                d_up = alpha - l_up
-                d_dn = l_dn - alpha
-                i = a if d_up < d_dn or (d_up == d_dn and n_order % 2 == 1) else b
-            elif need_up or need_dn:
-                i = a if need_up else b
-            else:
-                i = a if a >= 0 else b
-                if i < 0:
-                    i = c
-            if i < 0:
-                code = 3
-                break
-        if budget >= 0 and work > budget:
+        if ev == _EV_BACK:
             return -1, pos, False, stats
-        n_sel = _select_into(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag, s_order,
-                             s_cw, s_cv, s_ci, s_hp, s_cand, s_dw, s_dv)
-        cand = s_cand[:n_sel]
-        dw = s_dw[:n_sel]
-        dv = s_dv[:n_sel]
-        member[i] = True
-        order[n_order] = i
-        n_order += 1
-        t = n_order - 1
-        if a == i:
-            a = _lazy_head(up_c, up_k, up_s, up_p, member)
-        if b == i:
-            b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
-        if c == i:
-            c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
-        l_up = lam_up[a] if a >= 0 else 0.0
-        l_dn = lam_dn[b] if b >= 0 else np.inf
-        r_nx = regret[c] if c >= 0 else np.inf
-        k = cand.shape[0]
-        if S * k >= tail_min and (not has_tail or n_order >= tail_growth * tail_core):
+        if ev == _EV_TAIL:
             mask = np.empty(n, dtype=np.bool_)
             for q in range(n):
                 mask[q] = not member[q]
-            if not has_tail:  # the increments sorted once; each rebuild filters them (lp_tail's arrays)
+            if ist[_I_HAS_TAIL] == 0:  # the increments sorted once; each rebuild filters them (lp_tail's arrays)
                 t_cu, t_wu, t_vu, t_cd, t_wd, t_vd = _tail_orders(hw, hv, hstart, levels)
             xu, yu, xd, yd = _tail_filter(t_cu, t_wu, t_vu, t_cd, t_wd, t_vd, mask)
-            has_tail = True
-            tail_core = n_order
-        n_cand = S * k
-        if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
-            n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
-            if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
-                return -1, pos, False, stats
-        if 16 * S + bytes_per_cand * n_cand > max_bytes:
-            if n_cand == S * k:
-                n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
-            if 16 * S + bytes_per_cand * n_cand > max_bytes:
-                return -1, pos, False, stats
-        if S * k > bP.shape[0]:
-            size = max(S * k, 2 * bP.shape[0])
-            bP = np.empty(size, dtype=np.int64)
-            bI = np.empty(size, dtype=np.int64)
-            yW = np.empty(size, dtype=np.int64)
-            yV = np.empty(size, dtype=np.float64)
-            yP = np.empty(size, dtype=np.int64)
-            yI = np.empty(size, dtype=np.int64)
-        if lagS.shape[0] < S:
-            lagS = np.empty(max(S, 2 * lagS.shape[0]), dtype=np.float64)
-        if S * k > bW.shape[0]:  # the buffer that W does not use (the one of the step before)
-            size = max(S * k, 2 * bW.shape[0])
-            bW = np.empty(size, dtype=np.int64)
-            bV = np.empty(size, dtype=np.float64)
-        m, best_v, best_p, best_j = _step_merge(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
-                                                mod_g, mod_r, bW, bV, bP, bI, yW, yV, yP, yI, lagS)
-        nW = bW[:m]
-        nV = bV[:m]
-        bW, aW = aW, bW  # the next step writes into the other buffer
-        bV, aV = aV, bV
-        par = bP
-        itm = bI
-        if best_p >= 0 and best_v > z:
-            z = best_v
-            inc_step = t
-            inc_parent = best_p
-            inc_item = cand[best_j]
-        o0 = link_off[t]
-        if o0 + m > link_par.shape[0]:
-            size = max(2 * link_par.shape[0], o0 + m)
+            ist[_I_HAS_TAIL] = 1
+            ist[_I_TAIL_CORE] = ist[_I_NORD]
+        elif ev == _EV_GROW:
+            S = ist[_I_S]
+            Sk = S * ist[_I_K]
+            if Sk > bP.shape[0]:
+                size = max(Sk, 2 * bP.shape[0])
+                bP = np.empty(size, dtype=np.int64)
+                bI = np.empty(size, dtype=np.int64)
+                yW = np.empty(size, dtype=np.int64)
+                yV = np.empty(size, dtype=np.float64)
+                yP = np.empty(size, dtype=np.int64)
+                yI = np.empty(size, dtype=np.int64)
+            if lagS.shape[0] < S:
+                lagS = np.empty(max(S, 2 * lagS.shape[0]), dtype=np.float64)
+            if ist[_I_SIDE] == 0:  # the pair that the states do not use (the one of the step before)
+                if Sk > bW.shape[0]:
+                    size = max(Sk, 2 * bW.shape[0])
+                    bW = np.empty(size, dtype=np.int64)
+                    bV = np.empty(size, dtype=np.float64)
+            elif Sk > aW.shape[0]:
+                size = max(Sk, 2 * aW.shape[0])
+                aW = np.empty(size, dtype=np.int64)
+                aV = np.empty(size, dtype=np.float64)
+        else:  # _EV_LINKS
+            o0 = link_off[ist[_I_NORD] - 1]
+            size = max(2 * link_par.shape[0], o0 + ist[_I_M])
             np_ = np.empty(size, dtype=np.int64)
             ni_ = np.empty(size, dtype=np.int64)
             np_[:o0] = link_par[:o0]
             ni_[:o0] = link_itm[:o0]
             link_par = np_
             link_itm = ni_
+    n_order = ist[_I_NORD]
+    stats[0] = n_order
+    inc_step = ist[_I_INC_STEP]
+    has_state = inc_step >= 0
+    if has_state:
+        pos[order[inc_step]] = ist[_I_INC_ITEM]
+        idx = ist[_I_INC_PAR]
+        for s in range(inc_step - 1, -1, -1):
+            pos[order[s]] = link_itm[link_off[s] + idx]
+            idx = link_par[link_off[s] + idx]
+    return ist[_I_CODE], pos, has_state, stats
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _run_steps(weights, values, sizes, cap, base_w, base_v, frac_class, alpha, tol, mod_g, mod_r, lam_up, lam_dn,
+               regret, max_bytes, link_share, tail_min, tail_growth, bytes_per_cand, item_bytes, budget, z_stop, up_c,
+               up_k, up_s, up_p, dn_c, dn_k, dn_s, dn_p, rg_c, rg_k, rg_s, rg_p, member, order, aW, aV, bW, bV, bP,
+               bI, yW, yV, yP, yI, lagS, s_order, s_cw, s_cv, s_ci, s_hp, s_cand, s_dw, s_dv, link_par, link_itm,
+               link_off, xu, yu, xd, yd, stats, ist, fst):  # pragma: no cover - compiled
+    """The steps of ``_search_run`` (``core._expand``'s loop) from the state in ``ist`` and ``fst`` (the incumbent
+    value) until the run ends (``_EV_DONE``, its code in ``ist``), must be handed back (``_EV_BACK``), or needs an
+    array replaced (``_EV_TAIL``, ``_EV_GROW``, ``_EV_LINKS``: the caller replaces it and calls again, and the step
+    resumes where it stopped: after the tail, or at the links' copy). The states are the first ``S`` entries of
+    ``aW, aV`` or of ``bW, bV`` (``ist[_I_SIDE]``): no array is sliced or reassigned here, so numba counts no
+    reference in the loop (both pairs are passed to each kernel call by their own call site)."""
+    S = ist[_I_S]
+    side = ist[_I_SIDE]
+    n_order = ist[_I_NORD]
+    a = ist[_I_A]
+    b = ist[_I_B]
+    c = ist[_I_C]
+    hist = ist[_I_HIST]
+    work = ist[_I_WORK]
+    inc_step = ist[_I_INC_STEP]
+    inc_parent = ist[_I_INC_PAR]
+    inc_item = ist[_I_INC_ITEM]
+    code = ist[_I_CODE]
+    resume = ist[_I_RESUME]
+    i = ist[_I_I]
+    k = ist[_I_K]
+    m = ist[_I_M]
+    has_tail = ist[_I_HAS_TAIL] != 0
+    tail_core = ist[_I_TAIL_CORE]
+    z = fst[0]
+    ev = _EV_DONE
+    while True:
+        if resume == 0:
+            if S == 0:
+                code = 0
+                break
+            l_up = lam_up[a] if a >= 0 else 0.0
+            l_dn = lam_dn[b] if b >= 0 else np.inf
+            r_nx = regret[c] if c >= 0 else np.inf
+            thr = z + tol
+            if side == 0:
+                ub_max, need_up, need_dn, lag_ub = _scan_n(aW, aV, S, cap, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
+                                                           thr)
+            else:
+                ub_max, need_up, need_dn, lag_ub = _scan_n(bW, bV, S, cap, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
+                                                           thr)
+            thr_lag = _lift(thr, mod_g, mod_r)
+            if n_order == 0:
+                i = frac_class
+            else:
+                if ub_max <= thr:
+                    code = 1
+                    break
+                if lag_ub <= thr_lag:
+                    code = 2
+                    break
+                need_up = a >= 0 and need_up
+                need_dn = b >= 0 and need_dn
+                if need_up and need_dn:
+                    d_up = alpha - l_up
+                    d_dn = l_dn - alpha
+                    i = a if d_up < d_dn or (d_up == d_dn and n_order % 2 == 1) else b
+                elif need_up or need_dn:
+                    i = a if need_up else b
+                else:
+                    i = a if a >= 0 else b
+                    if i < 0:
+                        i = c
+                if i < 0:
+                    code = 3
+                    break
+            if budget >= 0 and work > budget:
+                ev = _EV_BACK
+                break
+            if alpha >= 0.0:
+                k = _select_survivors(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag,
+                                      s_cw, s_cv, s_ci, s_cand, s_dw, s_dv)
+            else:
+                k = _select_into(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag, s_order,
+                                 s_cw, s_cv, s_ci, s_hp, s_cand, s_dw, s_dv)
+            member[i] = True
+            order[n_order] = i
+            n_order += 1
+            if a == i:
+                a = _lazy_head_sorted(up_s, up_p, member)
+                if a == -2:
+                    a = _lazy_head_extend(up_c, up_k, up_s, up_p, member)
+            if b == i:
+                b = _lazy_head_sorted(dn_s, dn_p, member)
+                if b == -2:
+                    b = _lazy_head_extend(dn_c, dn_k, dn_s, dn_p, member)
+            if c == i:
+                c = _lazy_head_sorted(rg_s, rg_p, member)
+                if c == -2:
+                    c = _lazy_head_extend(rg_c, rg_k, rg_s, rg_p, member)
+            resume = 1
+            if S * k >= tail_min and (not has_tail or n_order >= tail_growth * tail_core):
+                ev = _EV_TAIL
+                break
+        t = n_order - 1
+        if resume == 1:
+            l_up = lam_up[a] if a >= 0 else 0.0
+            l_dn = lam_dn[b] if b >= 0 else np.inf
+            r_nx = regret[c] if c >= 0 else np.inf
+            thr_lag = _lift(z + tol, mod_g, mod_r)
+            n_cand = S * k
+            if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
+                if side == 0:
+                    n_cand = _count_n(aW, aV, S, s_dw, s_dv, k, cap, thr_lag, alpha)
+                else:
+                    n_cand = _count_n(bW, bV, S, s_dw, s_dv, k, cap, thr_lag, alpha)
+                if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
+                    ev = _EV_BACK
+                    break
+            if 16 * S + bytes_per_cand * n_cand > max_bytes:
+                if n_cand == S * k:
+                    if side == 0:
+                        n_cand = _count_n(aW, aV, S, s_dw, s_dv, k, cap, thr_lag, alpha)
+                    else:
+                        n_cand = _count_n(bW, bV, S, s_dw, s_dv, k, cap, thr_lag, alpha)
+                if 16 * S + bytes_per_cand * n_cand > max_bytes:
+                    ev = _EV_BACK
+                    break
+            if S * k > bP.shape[0] or lagS.shape[0] < S or S * k > (bW.shape[0] if side == 0 else aW.shape[0]):
+                ev = _EV_GROW
+                break
+            if side == 0:
+                m, best_v, best_p, best_j = _step_merge_n(aW, aV, S, s_dw, s_dv, k, cap, z, tol, alpha, l_up, l_dn,
+                                                          r_nx, xu, yu, xd, yd, mod_g, mod_r, bW, bV, bP, bI, yW, yV,
+                                                          yP, yI, lagS)
+            else:
+                m, best_v, best_p, best_j = _step_merge_n(bW, bV, S, s_dw, s_dv, k, cap, z, tol, alpha, l_up, l_dn,
+                                                          r_nx, xu, yu, xd, yd, mod_g, mod_r, aW, aV, bP, bI, yW, yV,
+                                                          yP, yI, lagS)
+            if best_p >= 0 and best_v > z:
+                z = best_v
+                inc_step = t
+                inc_parent = best_p
+                inc_item = s_cand[best_j]
+            resume = 2
+        # resume == 2: the step's links (parents bP, items bI) into the flat links
+        o0 = link_off[t]
+        if o0 + m > link_par.shape[0]:
+            ev = _EV_LINKS
+            break
         for q in range(m):
-            link_par[o0 + q] = par[q]
-            link_itm[o0 + q] = cand[itm[q]]
+            link_par[o0 + q] = bP[q]
+            link_itm[o0 + q] = s_cand[bI[q]]
         link_off[t + 1] = o0 + m
         hist += m * (4 if S < 2**31 else 8) + m * item_bytes
-        W = nW
-        V = nV
         stats[1] += m
         if m > stats[2]:
             stats[2] = m
         stats[3] += S * k
         work += S * k * k + S  # the step's merge and the scan of the states
+        S = m
+        side = 1 - side
+        resume = 0
         if z_stop - z <= tol:  # the incumbent reaches a proven bound: optimal, no state can beat it by tol
             code = 1
             break
-    stats[0] = n_order
-    has_state = inc_step >= 0
-    if has_state:
-        pos[order[inc_step]] = inc_item
-        idx = inc_parent
-        for s in range(inc_step - 1, -1, -1):
-            pos[order[s]] = link_itm[link_off[s] + idx]
-            idx = link_par[link_off[s] + idx]
-    return code, pos, has_state, stats
+    ist[_I_S] = S
+    ist[_I_SIDE] = side
+    ist[_I_NORD] = n_order
+    ist[_I_A] = a
+    ist[_I_B] = b
+    ist[_I_C] = c
+    ist[_I_HIST] = hist
+    ist[_I_WORK] = work
+    ist[_I_INC_STEP] = inc_step
+    ist[_I_INC_PAR] = inc_parent
+    ist[_I_INC_ITEM] = inc_item
+    ist[_I_CODE] = code
+    ist[_I_RESUME] = resume
+    ist[_I_I] = i
+    ist[_I_K] = k
+    ist[_I_M] = m
+    fst[0] = z
+    return ev
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
