@@ -4,6 +4,12 @@ Imported only by :mod:`lyra_solver.formulations.mckp._numba` (lazily, when numba
 them and hands them out. Kept out of closures on purpose: a cached kernel that calls another kernel held in a
 closure cell is compiled again in every process (the cell's content is part of the cache key and differs
 between processes), which cost about 6 s of CPU on the first solve; module-level callees are cached once.
+
+Every kernel is compiled with ``error_model="numpy"``: a float division by zero would give ``inf`` or ``nan`` where
+the default model raises (none divides by zero on the inputs its callers pass: the slopes' weights are positive,
+the tail's breakpoints strictly increase, the congruence's modulus is above 1). Without that exception path numba
+drops the reference counts of a kernel's array arguments (an atomic increment and decrement each, through a call):
+``scan`` took 21 ns a call at 3 states with them, and a weakly 100 x 10 search about 0.2 microseconds a step.
 """
 from __future__ import annotations
 
@@ -11,10 +17,14 @@ import numba
 import numpy as np
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def count(W, V, dw, dv, cap, thr, alpha):  # pragma: no cover - compiled
-    S = W.shape[0]
-    k = dw.shape[0]
+    return _count_n(W, V, W.shape[0], dw, dv, dw.shape[0], cap, thr, alpha)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _count_n(W, V, S, dw, dv, k, cap, thr, alpha):  # pragma: no cover - compiled
+    """``count`` over the first ``S`` states and ``k`` items of the arrays."""
     total = 0
     for h in range(S):
         lag_h = V[h] + alpha * float(cap - W[h])
@@ -23,7 +33,7 @@ def count(W, V, dw, dv, cap, thr, alpha):  # pragma: no cover - compiled
                 total += 1
     return total
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r):  # pragma: no cover
     """One core step (the definition is ``core.step_numpy``): ``_step_merge`` on fresh buffers of ``S k`` entries
     (never initialised: only the pages of the kept states are touched), the kept states copied out."""
@@ -42,7 +52,7 @@ def step(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, y
     return oW[:cnt].copy(), oV[:cnt].copy(), oP[:cnt].copy(), oI[:cnt].copy(), best_v, best_p, best_j
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _front_first(W, V, lagS, S, loss, d_w, d_v, thr_lag, fW, fV, fP, fI):  # pragma: no cover - compiled
     """The considered candidates of item 0 (states shifted by ``(d_w, d_v)`` whose Lagrangian value less ``loss``
     exceeds ``thr_lag``) into ``fW, fV, fP, fI``; they are a front already (the states' values increase with
@@ -58,7 +68,7 @@ def _front_first(W, V, lagS, S, loss, d_w, d_v, thr_lag, fW, fV, fP, fI):  # pra
     return nf
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _front_merge(W, V, lagS, S, loss, d_w, d_v, thr_lag, j, fW, fV, fP, fI, nf, gW, gV, gP, gI):  # pragma: no cover
     """One merge of ``_step_merge``: the front ``fW[:nf], ...`` with item ``j``'s considered candidates, into ``gW,
     gV, gP, gI`` (by weight; on equal weights the larger value, on a tie the front's: the lower item; kept what
@@ -111,11 +121,20 @@ def _front_merge(W, V, lagS, S, loss, d_w, d_v, thr_lag, j, fW, fV, fP, fI, nf, 
     return ng
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r, oW, oV, oP,
                 oI, yW, yV, yP, yI, lagS):  # pragma: no cover - compiled
-    """``step`` into the caller's buffers (``oW, oV, oP, oI``, at least ``S k`` entries each); returns ``(count,
-    best_v, best_p, best_j)``. The incumbent first (per item, the heaviest state that fits has the largest value);
+    """``_step_merge_n`` over every state and item of the arrays."""
+    return _step_merge_n(W, V, W.shape[0], dw, dv, dw.shape[0], cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu,
+                         xd, yd, mod_g, mod_r, oW, oV, oP, oI, yW, yV, yP, yI, lagS)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _step_merge_n(W, V, S, dw, dv, k, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, mod_g, mod_r, oW,
+                  oV, oP, oI, yW, yV, yP, yI, lagS):  # pragma: no cover - compiled
+    """``step`` on the first ``S`` states of ``W, V`` and the first ``k`` items of ``dw, dv``, into the caller's
+    buffers (``oW, oV, oP, oI``, at least ``S k`` entries each); returns ``(count, best_v, best_p, best_j)``.
+    The incumbent first (per item, the heaviest state that fits has the largest value);
     then the Pareto front of the considered candidates (``core.step_numpy``'s Lagrangian pre-test), built one item
     at a time, ``F_j = front(F_{j-1} + C_j)`` with ``C_j`` item ``j``'s considered candidates; then the bound keeps
     those above ``thr``.
@@ -133,14 +152,22 @@ def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu
     calls of two small kernels, not inlined (no swap of array variables; the swaps and the scratch allocation
     cost about 0.3 microseconds per step, as much as a 100 x 10 search's small steps themselves: 0.33 -> 0.14
     microseconds at 4 states and 5 items; inlined, the helpers took 0.6)."""
-    S = W.shape[0]
-    k = dw.shape[0]
     best_v = z
     best_w = 0
     best_p = -1
     best_j = -1
     for j in range(k):
-        h = np.searchsorted(W, cap - dw[j], side="right") - 1
+        # the heaviest state that fits (np.searchsorted(W[:S], cap - dw[j], side="right") - 1, without the slice)
+        x = cap - dw[j]
+        lo = 0
+        hi = S
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if W[mid] <= x:
+                lo = mid + 1
+            else:
+                hi = mid
+        h = lo - 1
         if h >= 0:
             v = V[h] + dv[j]
             w = W[h] + dw[j]
@@ -214,11 +241,16 @@ def _step_merge(W, V, dw, dv, cap, z, tol, alpha, lam_up, lam_dn, r_next, xu, yu
     return cnt, best_v, best_p, best_j
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # pragma: no cover - compiled
     """Twin of ``core.scan_numpy``: the largest state bound, whether a feasible / an overfull state can still
     gain by an upgrade / a downgrade, and the largest Lagrangian value of a state."""
-    S = W.shape[0]
+    return _scan_n(W, V, W.shape[0], cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _scan_n(W, V, S, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # pragma: no cover - compiled
+    """``scan`` over the first ``S`` states of ``W, V``."""
     has_tail = xu.shape[0] > 0
     nu = xu.shape[0]
     pu = nu - 1
@@ -271,7 +303,7 @@ def scan(W, V, cap, alpha, lam_up, lam_dn, r_next, xu, yu, xd, yd, thr):  # prag
     return ub_max, need_up, need_dn, lag_max
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _rank_sortable(weights, i, k):  # pragma: no cover - compiled
     """Whether class ``i``'s ``k`` items fit :func:`_rank_sort_small`: at most 16, weights in ``0 .. 2**58``."""
     if k > 16:
@@ -283,7 +315,7 @@ def _rank_sortable(weights, i, k):  # pragma: no cover - compiled
     return True
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _rank_sort_small(weights, values, i, k, order, cw, cv, ci):  # pragma: no cover - compiled
     """The ``k <= 16`` items of class ``i`` (weights in ``0 .. 2**58``) into ``cw, cv, ci`` sorted by (weight asc,
     value desc, index asc), the lexsort of the numpy path: a rank sort on the distinct keys ``weight * 16 + index``
@@ -321,7 +353,7 @@ def _rank_sort_small(weights, values, i, k, order, cw, cv, ci):  # pragma: no co
         a = e
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _class_undominated(weights, values, i, k, order, cw, cv, ci):  # pragma: no cover - compiled
     """Undominated items of class ``i`` (into ``cw, cv, ci``: sorted by weight, strictly increasing weights
     and values); returns ``(undominated, sorted)``, ``sorted`` when the class's raw weights strictly increase.
@@ -393,7 +425,7 @@ def _class_undominated(weights, values, i, k, order, cw, cv, ci):  # pragma: no 
     return c, inc
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no cover - compiled
     """Undominated items of class ``i`` (into ``cw, cv, ci``: sorted by weight, strictly increasing weights
     and values) and their upper hull (positions into ``hp``); returns ``(undominated, vertices, sorted)``,
@@ -420,7 +452,7 @@ def _class_reduce(weights, values, i, k, order, cw, cv, ci, hp):  # pragma: no c
         top += 1
     return c, top, inc
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _sorted_hull(weights, values, i, k, sw, sv, si):  # pragma: no cover - compiled
     """Upper hull of class ``i`` in one sweep when its raw weights strictly increase (into the stack ``sw,
     sv, si``): dominated items are skipped on the fly, the chain pops as ``_class_reduce`` does. Returns
@@ -456,7 +488,7 @@ def _sorted_hull(weights, values, i, k, sw, sv, si):  # pragma: no cover - compi
         top += 1
     return top
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def prepare_hulls(weights, values, sizes):  # pragma: no cover - compiled
     """Upper hulls of every class in flat arrays (twin of ``core._hulls_numpy``): ``start`` (``n + 1``
     offsets), vertex ``items`` (raw item indices), ``weights``, ``values``; per class whether its raw
@@ -550,7 +582,7 @@ def prepare_hulls(weights, values, sizes):  # pragma: no cover - compiled
     start[n] = t
     return start, hi[:t].copy(), hw[:t].copy(), hv[:t].copy(), srt, vmax, integral
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def class_items(weights, values, i, k):  # pragma: no cover - compiled
     """Undominated items of class ``i`` (twin of ``core._class_items_numpy``): weights, values and raw
     indices, sorted by weight."""
@@ -563,7 +595,7 @@ def class_items(weights, values, i, k):  # pragma: no cover - compiled
     c, _, _ = _class_reduce(weights, values, i, k, order, cw, cv, ci, chp)
     return cw[:c].copy(), cv[:c].copy(), ci[:c].copy()
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def select_items(weights, values, i, k, bw, bv, alpha, lag_ub, thr):  # pragma: no cover - compiled
     """Twin of ``core.select_numpy``: the entering class's undominated items whose Lagrangian loss leaves a
     state above ``thr`` (the LP item alone when none), as raw indices and weights / values relative to the
@@ -581,12 +613,17 @@ def select_items(weights, values, i, k, bw, bv, alpha, lag_ub, thr):  # pragma: 
     return cand[:n_sel].copy(), dw[:n_sel].copy(), dv[:n_sel].copy()
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, cv, ci, chp, cand, dw,
                  dv):  # pragma: no cover - compiled
     """``select_items`` into the caller's buffers (scratch ``order, cw, cv, ci, chp`` and the outputs ``cand, dw,
     dv``, each of at least ``max(k, 1)`` entries: the compiled search allocates them once); returns how many
-    items were selected (the first entries of the outputs)."""
+    items were selected (the first entries of the outputs).
+
+    With ``alpha >= 0`` the Lagrangian test comes first, on the raw items, and only the survivors are sorted and
+    reduced (``_select_survivors``: the same items); else every item is sorted and reduced first."""
+    if alpha >= 0.0:
+        return _select_survivors(weights, values, i, k, bw, bv, alpha, lag_ub, thr, cw, cv, ci, cand, dw, dv)
     c, _ = _class_undominated(weights, values, i, k, order, cw, cv, ci)
     lp_at = np.searchsorted(cw[:c], bw)
     lag_lp = cv[lp_at] - alpha * float(cw[lp_at])
@@ -606,7 +643,64 @@ def _select_into(weights, values, i, k, bw, bv, alpha, lag_ub, thr, order, cw, c
     return n_sel
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _select_survivors(weights, values, i, k, bw, bv, alpha, lag_ub, thr, cw, cv, ci, cand, dw,
+                      dv):  # pragma: no cover - compiled
+    """``_select_into`` for ``alpha >= 0``: the items whose Lagrangian value ``v - alpha w`` passes the test
+    ``lag_ub - (lag_lp - lag) > thr`` (``lag_lp = bv - alpha bw``, the LP item's, the same doubles as its entry
+    in the sorted list), then of those the undominated ones by weight (the sort and dominance pass of
+    ``_class_undominated`` on the survivors alone: a class's selection read 10 items and sorted one or two, where
+    the rank sort of all 10 cost about 0.25 microseconds a step of a weakly 100 x 10 search).
+
+    Why the same items: the test is monotone in ``lag`` (each rounding is), and with ``alpha >= 0`` an item that
+    dominates another (no more weight, at least the value: any item before it in the sort order with at least
+    its value) has at least its ``lag`` (``fl(alpha w)`` grows with ``w``, ``fl(v - x)`` with ``v``), so it passes
+    whenever the other does: the survivors hold every dominator of each survivor, and a survivor is undominated
+    among them exactly when it is among all items. When none passes, the LP item alone (its raw index: the first
+    item of weight ``bw`` and value ``bv``, the one the sort keeps)."""
+    lag_lp = bv - alpha * float(bw)
+    c = 0
+    for j in range(k):
+        w = weights[i, j]
+        v = values[i, j]
+        if lag_ub - (lag_lp - (v - alpha * float(w))) > thr:
+            # insertion by (weight asc, value desc, index asc); j increases, so an equal (w, v) goes after
+            b = c - 1
+            while b >= 0 and (cw[b] > w or (cw[b] == w and cv[b] < v)):
+                cw[b + 1] = cw[b]
+                cv[b + 1] = cv[b]
+                ci[b + 1] = ci[b]
+                b -= 1
+            cw[b + 1] = w
+            cv[b + 1] = v
+            ci[b + 1] = j
+            c += 1
+    n_sel = 0
+    best = -np.inf
+    for a in range(c):
+        xv = cv[a]
+        if a == 0 or xv > best:
+            cand[n_sel] = ci[a]
+            dw[n_sel] = cw[a] - bw
+            dv[n_sel] = xv - bv
+            n_sel += 1
+        if xv > best:
+            best = xv
+    if n_sel == 0:
+        q = 0
+        while q < k and not (weights[i, q] == bw and values[i, q] == bv):
+            q += 1
+        cand[0] = q
+        dw[0] = 0
+        dv[0] = 0.0
+        n_sel = 1
+    # every array read at the one exit: numba then counts no reference to them (with the last reads of some on
+    # the fallback's path only, it counted all ten: an atomic increment and decrement each, once a step)
+    return n_sel + 0 * (weights.shape[0] + values.shape[0] + cw.shape[0] + cv.shape[0] + ci.shape[0] + cand.shape[0]
+                        + dw.shape[0] + dv.shape[0])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bucket_round(cand, bk, wsum, n_b, lo, hi, weight, used, room, taken):  # pragma: no cover - compiled
     """One round of the weighted selections (``fit_prefix``, ``_fit_prefix_general``) once the candidates
     ``cand[lo:hi]`` are bucketed (``bk[t]``: the bucket of ``cand[t]``, higher buckets larger keys; ``wsum[b]``:
@@ -635,7 +729,7 @@ def _bucket_round(cand, bk, wsum, n_b, lo, hi, weight, used, room, taken):  # pr
     return p, used + acc
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def fit_prefix(key, weight, room):  # pragma: no cover - compiled
     """Twin of ``_lp.fit_prefix``: the longest prefix of the scan by decreasing key (ties: lower index) that fits
     ``room``, as ``(taken, brk, used)``. Weighted selection on the keys' order-preserving 64-bit images (the IEEE
@@ -711,7 +805,7 @@ def fit_prefix(key, weight, room):  # pragma: no cover - compiled
     return taken, brk, used
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fit_prefix_general(key, weight, room):  # pragma: no cover - compiled
     """``fit_prefix`` for keys that are not all finite: the longest prefix of the scan by decreasing key (ties:
     lower index) that fits ``room``. Weighted selection: rounds that bucket the candidates into 1,024 equal ranges of an
@@ -840,7 +934,7 @@ def _fit_prefix_general(key, weight, room):  # pragma: no cover - compiled
 SHORT_PREFIX_PASSES = 4
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def fit_prefix_short(key, weight, room, buf):  # pragma: no cover - compiled
     """``fit_prefix(key, weight, room)`` (the same ``taken``, ``brk`` and ``used``), found by one pass per element
     of the prefix when the prefix is short: each pass finds the next element of the scan (the largest key below
@@ -877,7 +971,7 @@ def fit_prefix_short(key, weight, room, buf):  # pragma: no cover - compiled
     return fit_prefix(key, weight, room)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def lp_levels(hw, hv, start, room):  # pragma: no cover - compiled
     """The LP by slopes over the flat hulls (twin of ``_lp._lp_levels_numpy``): levels, slopes above /
     below them, break class and step, weight used and the largest increment."""
@@ -932,7 +1026,7 @@ def lp_levels(hw, hv, start, room):  # pragma: no cover - compiled
         b_step = brk - first[b_cls]
     return levels, up, down, b_cls, b_step, used, max_inc
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def regrets(weights, values, sizes, lp_item, alpha):  # pragma: no cover - compiled
     """Regret of every class's LP item over its other items at gradient ``alpha`` (twin of
     ``core._regrets_numpy``)."""
@@ -954,7 +1048,7 @@ def regrets(weights, values, sizes, lp_item, alpha):  # pragma: no cover - compi
         out[i] = r if r > 0.0 else 0.0
     return out
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no cover - compiled
     """Twin of ``core._greedy_fill_numpy``: raw item positions and free capacity after the fill rounds."""
     n = sizes.shape[0]
@@ -1034,7 +1128,7 @@ def greedy_fill(weights, values, sizes, srt, pos0, room, rounds):  # pragma: no 
     return pos, room
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def greedy_scan(cls_s, dw_s, start, room, n):  # pragma: no cover - compiled
     """Twin of ``greedy._python_scan``: take each step of a class not yet frozen if it fits, else freeze the
     class."""
@@ -1052,7 +1146,7 @@ def greedy_scan(cls_s, dw_s, start, room, n):  # pragma: no cover - compiled
     return taken
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def greedy_choice(weights, values, sizes, capacity):  # pragma: no cover - compiled
     """Twin of ``greedy.greedy_positions`` over ``_lp.undominated`` in one call, for classes whose weights
     strictly increase (value tables): the raw item chosen in each class, and whether the twin applies (``False``
@@ -1123,7 +1217,7 @@ def greedy_choice(weights, values, sizes, capacity):  # pragma: no cover - compi
     return chosen, True
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def lp_tail(hw, hv, start, levels, mask):  # pragma: no cover - compiled
     """Twin of ``core._LPTail``: breakpoints ``xu, yu`` of the upgrades (by decreasing slope, ties by class then
     step) and ``xd, yd`` of the downgrades (by increasing slope, ties by class then decreasing step) of the hull
@@ -1133,7 +1227,7 @@ def lp_tail(hw, hv, start, levels, mask):  # pragma: no cover - compiled
     return _tail_filter(*_tail_orders(hw, hv, start, levels), mask)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def congruence_gcd(weights, values, sizes, mu):  # pragma: no cover - compiled
     """Twin of the scan of ``core.congruence``: with ``d_ij = v_ij - mu w_ij`` (integers), the gcd ``g`` over
     every class of ``d_ij - d_i0`` (stopping at 1) and ``sum_i (d_i0 mod g) mod g``; ``(0, 0)`` when the largest
@@ -1170,7 +1264,7 @@ def congruence_gcd(weights, values, sizes, mu):  # pragma: no cover - compiled
     return g, acc
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def hull_stacks(W, V, narrow, stack, top):  # pragma: no cover - compiled
     # the compiled twin of the column sweep of _lp.upper_hull: Andrew's monotone chain class by class, the same
     # pop test in the same float64 expression, so the same stacks; classes with narrow[i] <= 1 are left as given
@@ -1196,7 +1290,7 @@ def hull_stacks(W, V, narrow, stack, top):  # pragma: no cover - compiled
         top[i] = t
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lift(thr, mod_g, mod_r):  # pragma: no cover - compiled
     """``core.lift_threshold`` (the same expression)."""
     if mod_g <= 1:
@@ -1204,7 +1298,7 @@ def _lift(thr, mod_g, mod_r):  # pragma: no cover - compiled
     return thr + float((mod_r - np.int64(np.ceil(thr))) % mod_g)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _kth_smallest(key, K):  # pragma: no cover - compiled
     """``np.partition(key, K - 1)[K - 1]`` (``1 <= K <= len(key)``): the ``K``-th smallest key, by a max-heap of
     the ``K`` smallest keys seen so far (one comparison for most keys once it is full: O(n + K log K) on the
@@ -1248,7 +1342,7 @@ def _kth_smallest(key, K):  # pragma: no cover - compiled
     return heap[0]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lazy_extend(cls, key, st, prefix):  # pragma: no cover - compiled
     """``core._LazyOrder._extend``: the prefix of the classes by increasing key (ties: lower class first) that
     holds the ``st[1]`` smallest keys and every key tied with the last; ``st = [prefix length, want]``."""
@@ -1280,10 +1374,33 @@ def _lazy_extend(cls, key, st, prefix):  # pragma: no cover - compiled
     st[0] = c
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lazy_head(cls, key, st, prefix, member):  # pragma: no cover - compiled
     """``core._Lists._head``: the first class of the order not in the core (``-1`` when none); ``st = [prefix
     length, want, read pointer]``."""
+    c = _lazy_head_sorted(st, prefix, member)
+    if c == -2:
+        c = _lazy_head_extend(cls, key, st, prefix, member)
+    return c
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lazy_head_sorted(st, prefix, member):  # pragma: no cover - compiled
+    """``_lazy_head`` within the sorted prefix: the head, or ``-2`` when the read pointer passes the prefix (the
+    caller then calls ``_lazy_head_extend``). No call here and one exit where every array is read: numba counts no
+    reference to them (a call that may raise made it count each, an atomic increment and decrement, and the search
+    reads a head once a step)."""
+    p = st[2]
+    while p < st[0] and member[prefix[p]]:
+        p += 1
+    st[2] = p
+    c = prefix[p] if p < st[0] else -2
+    return c + 0 * (prefix.shape[0] + member.shape[0])  # (every array read here)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lazy_head_extend(cls, key, st, prefix, member):  # pragma: no cover - compiled
+    """``_lazy_head`` from the read pointer, extending the prefix as it reads past it."""
     n = cls.shape[0]
     p = st[2]
     while True:
@@ -1299,7 +1416,7 @@ def _lazy_head(cls, key, st, prefix, member):  # pragma: no cover - compiled
         p += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _search_orders(hstart, lam_up, lam_dn, regret):  # pragma: no cover - compiled
     """The lazy orders of ``search``'s lists (upgrade, downgrade, regret: classes, keys, states, prefixes), built once
     per solve: a run reads them from the start (read pointers reset by ``_search_run``) and extends their sorted
@@ -1347,7 +1464,7 @@ def _search_orders(hstart, lam_up, lam_dn, regret):  # pragma: no cover - compil
     return up_c, up_k, up_s, up_p, dn_c, dn_k, dn_s, dn_p, rg_c, rg_k, rg_s, rg_p
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_class, alpha, tol, mod_g, mod_r, z0,
            lam_up, lam_dn, regret, hw, hv, hstart, levels, max_bytes, link_share, tail_min, tail_growth,
            bytes_per_cand, item_bytes, budget, z_stop):  # pragma: no cover - compiled
@@ -1364,11 +1481,52 @@ def search(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_cla
                        tail_growth, bytes_per_cand, item_bytes, budget, orders, z_stop)
 
 
-@numba.njit(cache=True, nogil=True)
+# indices of the search run's scalar state in ``ist`` (``_run_steps`` keeps it there between its calls)
+_I_S = 0  # states
+_I_SIDE = 1  # which buffer pair holds them: 0 aW, aV; 1 bW, bV
+_I_NORD = 2  # classes in the core
+_I_A = 3  # the three lists' heads
+_I_B = 4
+_I_C = 5
+_I_HIST = 6  # bytes of the links
+_I_WORK = 7
+_I_INC_STEP = 8  # the incumbent state: step, parent, raw item (-1: none)
+_I_INC_PAR = 9
+_I_INC_ITEM = 10
+_I_CODE = 11
+_I_RESUME = 12  # where the step resumes: 0 its start, 1 after the tail, 2 at the links' copy
+_I_I = 13  # the entering class, its kept items, the step's new states
+_I_K = 14
+_I_M = 15
+_I_HAS_TAIL = 16
+_I_TAIL_CORE = 17
+_N_IST = 18
+
+#: The first size of a search run's buffers (states, a step's candidates, links): each growth returns from
+#: ``_run_steps`` (its arrays are replaced), about a microsecond each; from 256 entries a weakly 100 x 10 run of
+#: 6,000 state-item pairs grew them 10 times
+_RUN_BUFFER = 4096
+
+#: ``_run_steps``'s returns: the run ended (its code in ``ist``), hand it back, build the tail, grow the step's
+#: buffers, grow the links
+_EV_DONE = 0
+_EV_BACK = 1
+_EV_TAIL = 2
+_EV_GROW = 3
+_EV_LINKS = 4
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, frac_class, alpha, tol, mod_g, mod_r,
                 z0, lam_up, lam_dn, regret, hw, hv, hstart, levels, max_bytes, link_share, tail_min, tail_growth,
                 bytes_per_cand, item_bytes, budget, orders, z_stop):  # pragma: no cover - compiled
-    """``search`` on the lazy orders of ``_search_orders`` (read from their start)."""
+    """``search`` on the lazy orders of ``_search_orders`` (read from their start).
+
+    The steps run in ``_run_steps``, whose arrays never change within a call; it returns here where an array
+    must be replaced (the tail built or rebuilt, a step's buffers or the links grown; the step then resumes where
+    it stopped) and at the end. Replacing arrays inside the loop made numba count references on each of them
+    every step (an atomic increment and decrement through a call each: about 0.2 microseconds a step, half the
+    time of a weakly 100 x 10 search's small steps)."""
     n = sizes.shape[0]
     up_c, up_k, up_s, up_p, dn_c, dn_k, dn_s, dn_p, rg_c, rg_k, rg_s, rg_p = orders
     up_s[2] = 0
@@ -1383,44 +1541,30 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
     yu = empty
     xd = empty
     yd = empty
-    has_tail = False
-    tail_core = 0
     t_cu = np.zeros(0, dtype=np.int64)
     t_wu = np.zeros(0, dtype=np.int64)
     t_vu = np.zeros(0, dtype=np.float64)
     t_cd = np.zeros(0, dtype=np.int64)
     t_wd = np.zeros(0, dtype=np.int64)
     t_vd = np.zeros(0, dtype=np.float64)
-    W = np.empty(1, dtype=np.int64)
-    V = np.empty(1, dtype=np.float64)
-    W[0] = w0  # the root state: the caller's sums (numpy's pairwise float sum)
-    V[0] = v0
-    z = z0
-    inc_step = -1
-    inc_parent = -1
-    inc_item = -1
     order = np.empty(n, dtype=np.int64)
-    n_order = 0
     # links between states: flat parents and items with per-step offsets
-    link_par = np.empty(64, dtype=np.int64)
-    link_itm = np.empty(64, dtype=np.int64)
+    link_par = np.empty(_RUN_BUFFER, dtype=np.int64)
+    link_itm = np.empty(_RUN_BUFFER, dtype=np.int64)
     link_off = np.zeros(n + 1, dtype=np.int64)
-    hist = 0
-    work = 0
-    code = -1
-    # one step's candidates, reused (grown when a step needs more): the states alternate between two buffers (a
-    # step reads one and writes the other), the parents and items are copied to the links at once
-    aW = np.empty(256, dtype=np.int64)
-    aV = np.empty(256, dtype=np.float64)
-    bW = np.empty(256, dtype=np.int64)
-    bV = np.empty(256, dtype=np.float64)
-    bP = np.empty(256, dtype=np.int64)
-    bI = np.empty(256, dtype=np.int64)
-    yW = np.empty(256, dtype=np.int64)  # the pairwise merges' scratch
-    yV = np.empty(256, dtype=np.float64)
-    yP = np.empty(256, dtype=np.int64)
-    yI = np.empty(256, dtype=np.int64)
-    lagS = np.empty(256, dtype=np.float64)  # the states' Lagrangian values (the step's scratch)
+    # the states alternate between two buffer pairs (a step reads one and writes the other); one step's parents and
+    # items, the pairwise merges' scratch and the states' Lagrangian values, reused (grown when a step needs more)
+    aW = np.empty(_RUN_BUFFER, dtype=np.int64)
+    aV = np.empty(_RUN_BUFFER, dtype=np.float64)
+    bW = np.empty(_RUN_BUFFER, dtype=np.int64)
+    bV = np.empty(_RUN_BUFFER, dtype=np.float64)
+    bP = np.empty(_RUN_BUFFER, dtype=np.int64)
+    bI = np.empty(_RUN_BUFFER, dtype=np.int64)
+    yW = np.empty(_RUN_BUFFER, dtype=np.int64)
+    yV = np.empty(_RUN_BUFFER, dtype=np.float64)
+    yP = np.empty(_RUN_BUFFER, dtype=np.int64)
+    yI = np.empty(_RUN_BUFFER, dtype=np.int64)
+    lagS = np.empty(_RUN_BUFFER, dtype=np.float64)
     # the entering class's selection and its scratch, reused
     mm = max(weights.shape[1], 1)
     s_order = np.empty(mm, dtype=np.int64)
@@ -1431,149 +1575,267 @@ def _search_run(weights, values, sizes, cap, base_w, base_v, w0, v0, lp_pos, fra
     s_cand = np.empty(mm, dtype=np.int64)
     s_dw = np.empty(mm, dtype=np.int64)
     s_dv = np.empty(mm, dtype=np.float64)
+    aW[0] = w0  # the root state: the caller's sums (numpy's pairwise float sum)
+    aV[0] = v0
+    ist = np.zeros(_N_IST, dtype=np.int64)
+    ist[_I_S] = 1
+    ist[_I_INC_STEP] = -1
+    ist[_I_INC_PAR] = -1
+    ist[_I_INC_ITEM] = -1
+    ist[_I_CODE] = -1
     # the lists' heads change only when a class enters the core, and only the list whose head entered: they are
     # read once here and after each entry for that list alone (six reads a step cost about 0.3 microseconds)
-    a = _lazy_head(up_c, up_k, up_s, up_p, member)
-    b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
-    c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
+    ist[_I_A] = _lazy_head(up_c, up_k, up_s, up_p, member)
+    ist[_I_B] = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
+    ist[_I_C] = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
+    fst = np.empty(1, dtype=np.float64)
+    fst[0] = z0
     while True:
-        S = W.shape[0]
-        if S == 0:
-            code = 0
+        ev = _run_steps(weights, values, sizes, cap, base_w, base_v, frac_class, alpha, tol, mod_g, mod_r, lam_up,
+                        lam_dn, regret, max_bytes, link_share, tail_min, tail_growth, bytes_per_cand, item_bytes,
+                        budget, z_stop, up_c, up_k, up_s, up_p, dn_c, dn_k, dn_s, dn_p, rg_c, rg_k, rg_s, rg_p,
+                        member, order, aW, aV, bW, bV, bP, bI, yW, yV, yP, yI, lagS, s_order, s_cw, s_cv, s_ci, s_hp,
+                        s_cand, s_dw, s_dv, link_par, link_itm, link_off, xu, yu, xd, yd, stats, ist, fst)
+        if ev == _EV_DONE:
             break
-        l_up = lam_up[a] if a >= 0 else 0.0
-        l_dn = lam_dn[b] if b >= 0 else np.inf
-        r_nx = regret[c] if c >= 0 else np.inf
-        thr = z + tol
-        ub_max, need_up, need_dn, lag_ub = scan(W, V, cap, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd, thr)
-        thr_lag = _lift(thr, mod_g, mod_r)
-        if n_order == 0:
-            i = frac_class
-        else:
-            if ub_max <= thr:
-                code = 1
-                break
-            if lag_ub <= thr_lag:
-                code = 2
-                break
-            need_up = a >= 0 and need_up
-            need_dn = b >= 0 and need_dn
-            if need_up and need_dn:
-                d_up = alpha - l_up
-                d_dn = l_dn - alpha
-                i = a if d_up < d_dn or (d_up == d_dn and n_order % 2 == 1) else b
-            elif need_up or need_dn:
-                i = a if need_up else b
-            else:
-                i = a if a >= 0 else b
-                if i < 0:
-                    i = c
-            if i < 0:
-                code = 3
-                break
-        if budget >= 0 and work > budget:
+        if ev == _EV_BACK:
             return -1, pos, False, stats
-        n_sel = _select_into(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag, s_order,
-                             s_cw, s_cv, s_ci, s_hp, s_cand, s_dw, s_dv)
-        cand = s_cand[:n_sel]
-        dw = s_dw[:n_sel]
-        dv = s_dv[:n_sel]
-        member[i] = True
-        order[n_order] = i
-        n_order += 1
-        t = n_order - 1
-        if a == i:
-            a = _lazy_head(up_c, up_k, up_s, up_p, member)
-        if b == i:
-            b = _lazy_head(dn_c, dn_k, dn_s, dn_p, member)
-        if c == i:
-            c = _lazy_head(rg_c, rg_k, rg_s, rg_p, member)
-        l_up = lam_up[a] if a >= 0 else 0.0
-        l_dn = lam_dn[b] if b >= 0 else np.inf
-        r_nx = regret[c] if c >= 0 else np.inf
-        k = cand.shape[0]
-        if S * k >= tail_min and (not has_tail or n_order >= tail_growth * tail_core):
+        if ev == _EV_TAIL:
             mask = np.empty(n, dtype=np.bool_)
             for q in range(n):
                 mask[q] = not member[q]
-            if not has_tail:  # the increments sorted once; each rebuild filters them (lp_tail's arrays)
+            if ist[_I_HAS_TAIL] == 0:  # the increments sorted once; each rebuild filters them (lp_tail's arrays)
                 t_cu, t_wu, t_vu, t_cd, t_wd, t_vd = _tail_orders(hw, hv, hstart, levels)
             xu, yu, xd, yd = _tail_filter(t_cu, t_wu, t_vu, t_cd, t_wd, t_vd, mask)
-            has_tail = True
-            tail_core = n_order
-        n_cand = S * k
-        if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
-            n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
-            if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
-                return -1, pos, False, stats
-        if 16 * S + bytes_per_cand * n_cand > max_bytes:
-            if n_cand == S * k:
-                n_cand = count(W, V, dw, dv, cap, thr_lag, alpha)
-            if 16 * S + bytes_per_cand * n_cand > max_bytes:
-                return -1, pos, False, stats
-        if S * k > bP.shape[0]:
-            size = max(S * k, 2 * bP.shape[0])
-            bP = np.empty(size, dtype=np.int64)
-            bI = np.empty(size, dtype=np.int64)
-            yW = np.empty(size, dtype=np.int64)
-            yV = np.empty(size, dtype=np.float64)
-            yP = np.empty(size, dtype=np.int64)
-            yI = np.empty(size, dtype=np.int64)
-        if lagS.shape[0] < S:
-            lagS = np.empty(max(S, 2 * lagS.shape[0]), dtype=np.float64)
-        if S * k > bW.shape[0]:  # the buffer that W does not use (the one of the step before)
-            size = max(S * k, 2 * bW.shape[0])
-            bW = np.empty(size, dtype=np.int64)
-            bV = np.empty(size, dtype=np.float64)
-        m, best_v, best_p, best_j = _step_merge(W, V, dw, dv, cap, z, tol, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
-                                                mod_g, mod_r, bW, bV, bP, bI, yW, yV, yP, yI, lagS)
-        nW = bW[:m]
-        nV = bV[:m]
-        bW, aW = aW, bW  # the next step writes into the other buffer
-        bV, aV = aV, bV
-        par = bP
-        itm = bI
-        if best_p >= 0 and best_v > z:
-            z = best_v
-            inc_step = t
-            inc_parent = best_p
-            inc_item = cand[best_j]
-        o0 = link_off[t]
-        if o0 + m > link_par.shape[0]:
-            size = max(2 * link_par.shape[0], o0 + m)
+            ist[_I_HAS_TAIL] = 1
+            ist[_I_TAIL_CORE] = ist[_I_NORD]
+        elif ev == _EV_GROW:
+            S = ist[_I_S]
+            Sk = S * ist[_I_K]
+            if Sk > bP.shape[0]:
+                size = max(Sk, 2 * bP.shape[0])
+                bP = np.empty(size, dtype=np.int64)
+                bI = np.empty(size, dtype=np.int64)
+                yW = np.empty(size, dtype=np.int64)
+                yV = np.empty(size, dtype=np.float64)
+                yP = np.empty(size, dtype=np.int64)
+                yI = np.empty(size, dtype=np.int64)
+            if lagS.shape[0] < S:
+                lagS = np.empty(max(S, 2 * lagS.shape[0]), dtype=np.float64)
+            if ist[_I_SIDE] == 0:  # the pair that the states do not use (the one of the step before)
+                if Sk > bW.shape[0]:
+                    size = max(Sk, 2 * bW.shape[0])
+                    bW = np.empty(size, dtype=np.int64)
+                    bV = np.empty(size, dtype=np.float64)
+            elif Sk > aW.shape[0]:
+                size = max(Sk, 2 * aW.shape[0])
+                aW = np.empty(size, dtype=np.int64)
+                aV = np.empty(size, dtype=np.float64)
+        else:  # _EV_LINKS
+            o0 = link_off[ist[_I_NORD] - 1]
+            size = max(2 * link_par.shape[0], o0 + ist[_I_M])
             np_ = np.empty(size, dtype=np.int64)
             ni_ = np.empty(size, dtype=np.int64)
             np_[:o0] = link_par[:o0]
             ni_[:o0] = link_itm[:o0]
             link_par = np_
             link_itm = ni_
+    n_order = ist[_I_NORD]
+    stats[0] = n_order
+    inc_step = ist[_I_INC_STEP]
+    has_state = inc_step >= 0
+    if has_state:
+        pos[order[inc_step]] = ist[_I_INC_ITEM]
+        idx = ist[_I_INC_PAR]
+        for s in range(inc_step - 1, -1, -1):
+            pos[order[s]] = link_itm[link_off[s] + idx]
+            idx = link_par[link_off[s] + idx]
+    return ist[_I_CODE], pos, has_state, stats
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _run_steps(weights, values, sizes, cap, base_w, base_v, frac_class, alpha, tol, mod_g, mod_r, lam_up, lam_dn,
+               regret, max_bytes, link_share, tail_min, tail_growth, bytes_per_cand, item_bytes, budget, z_stop, up_c,
+               up_k, up_s, up_p, dn_c, dn_k, dn_s, dn_p, rg_c, rg_k, rg_s, rg_p, member, order, aW, aV, bW, bV, bP,
+               bI, yW, yV, yP, yI, lagS, s_order, s_cw, s_cv, s_ci, s_hp, s_cand, s_dw, s_dv, link_par, link_itm,
+               link_off, xu, yu, xd, yd, stats, ist, fst):  # pragma: no cover - compiled
+    """The steps of ``_search_run`` (``core._expand``'s loop) from the state in ``ist`` and ``fst`` (the incumbent
+    value) until the run ends (``_EV_DONE``, its code in ``ist``), must be handed back (``_EV_BACK``), or needs an
+    array replaced (``_EV_TAIL``, ``_EV_GROW``, ``_EV_LINKS``: the caller replaces it and calls again, and the step
+    resumes where it stopped: after the tail, or at the links' copy). The states are the first ``S`` entries of
+    ``aW, aV`` or of ``bW, bV`` (``ist[_I_SIDE]``): no array is sliced or reassigned here, so numba counts no
+    reference in the loop (both pairs are passed to each kernel call by their own call site)."""
+    S = ist[_I_S]
+    side = ist[_I_SIDE]
+    n_order = ist[_I_NORD]
+    a = ist[_I_A]
+    b = ist[_I_B]
+    c = ist[_I_C]
+    hist = ist[_I_HIST]
+    work = ist[_I_WORK]
+    inc_step = ist[_I_INC_STEP]
+    inc_parent = ist[_I_INC_PAR]
+    inc_item = ist[_I_INC_ITEM]
+    code = ist[_I_CODE]
+    resume = ist[_I_RESUME]
+    i = ist[_I_I]
+    k = ist[_I_K]
+    m = ist[_I_M]
+    has_tail = ist[_I_HAS_TAIL] != 0
+    tail_core = ist[_I_TAIL_CORE]
+    z = fst[0]
+    ev = _EV_DONE
+    while True:
+        if resume == 0:
+            if S == 0:
+                code = 0
+                break
+            l_up = lam_up[a] if a >= 0 else 0.0
+            l_dn = lam_dn[b] if b >= 0 else np.inf
+            r_nx = regret[c] if c >= 0 else np.inf
+            thr = z + tol
+            if side == 0:
+                ub_max, need_up, need_dn, lag_ub = _scan_n(aW, aV, S, cap, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
+                                                           thr)
+            else:
+                ub_max, need_up, need_dn, lag_ub = _scan_n(bW, bV, S, cap, alpha, l_up, l_dn, r_nx, xu, yu, xd, yd,
+                                                           thr)
+            thr_lag = _lift(thr, mod_g, mod_r)
+            if n_order == 0:
+                i = frac_class
+            else:
+                if ub_max <= thr:
+                    code = 1
+                    break
+                if lag_ub <= thr_lag:
+                    code = 2
+                    break
+                need_up = a >= 0 and need_up
+                need_dn = b >= 0 and need_dn
+                if need_up and need_dn:
+                    d_up = alpha - l_up
+                    d_dn = l_dn - alpha
+                    i = a if d_up < d_dn or (d_up == d_dn and n_order % 2 == 1) else b
+                elif need_up or need_dn:
+                    i = a if need_up else b
+                else:
+                    i = a if a >= 0 else b
+                    if i < 0:
+                        i = c
+                if i < 0:
+                    code = 3
+                    break
+            if budget >= 0 and work > budget:
+                ev = _EV_BACK
+                break
+            if alpha >= 0.0:
+                k = _select_survivors(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag,
+                                      s_cw, s_cv, s_ci, s_cand, s_dw, s_dv)
+            else:
+                k = _select_into(weights, values, i, sizes[i], base_w[i], base_v[i], alpha, lag_ub, thr_lag, s_order,
+                                 s_cw, s_cv, s_ci, s_hp, s_cand, s_dw, s_dv)
+            member[i] = True
+            order[n_order] = i
+            n_order += 1
+            if a == i:
+                a = _lazy_head_sorted(up_s, up_p, member)
+                if a == -2:
+                    a = _lazy_head_extend(up_c, up_k, up_s, up_p, member)
+            if b == i:
+                b = _lazy_head_sorted(dn_s, dn_p, member)
+                if b == -2:
+                    b = _lazy_head_extend(dn_c, dn_k, dn_s, dn_p, member)
+            if c == i:
+                c = _lazy_head_sorted(rg_s, rg_p, member)
+                if c == -2:
+                    c = _lazy_head_extend(rg_c, rg_k, rg_s, rg_p, member)
+            resume = 1
+            if S * k >= tail_min and (not has_tail or n_order >= tail_growth * tail_core):
+                ev = _EV_TAIL
+                break
+        t = n_order - 1
+        if resume == 1:
+            l_up = lam_up[a] if a >= 0 else 0.0
+            l_dn = lam_dn[b] if b >= 0 else np.inf
+            r_nx = regret[c] if c >= 0 else np.inf
+            thr_lag = _lift(z + tol, mod_g, mod_r)
+            n_cand = S * k
+            if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
+                if side == 0:
+                    n_cand = _count_n(aW, aV, S, s_dw, s_dv, k, cap, thr_lag, alpha)
+                else:
+                    n_cand = _count_n(bW, bV, S, s_dw, s_dv, k, cap, thr_lag, alpha)
+                if hist + 16 * S + bytes_per_cand * n_cand > link_share * max_bytes:
+                    ev = _EV_BACK
+                    break
+            if 16 * S + bytes_per_cand * n_cand > max_bytes:
+                if n_cand == S * k:
+                    if side == 0:
+                        n_cand = _count_n(aW, aV, S, s_dw, s_dv, k, cap, thr_lag, alpha)
+                    else:
+                        n_cand = _count_n(bW, bV, S, s_dw, s_dv, k, cap, thr_lag, alpha)
+                if 16 * S + bytes_per_cand * n_cand > max_bytes:
+                    ev = _EV_BACK
+                    break
+            if S * k > bP.shape[0] or lagS.shape[0] < S or S * k > (bW.shape[0] if side == 0 else aW.shape[0]):
+                ev = _EV_GROW
+                break
+            if side == 0:
+                m, best_v, best_p, best_j = _step_merge_n(aW, aV, S, s_dw, s_dv, k, cap, z, tol, alpha, l_up, l_dn,
+                                                          r_nx, xu, yu, xd, yd, mod_g, mod_r, bW, bV, bP, bI, yW, yV,
+                                                          yP, yI, lagS)
+            else:
+                m, best_v, best_p, best_j = _step_merge_n(bW, bV, S, s_dw, s_dv, k, cap, z, tol, alpha, l_up, l_dn,
+                                                          r_nx, xu, yu, xd, yd, mod_g, mod_r, aW, aV, bP, bI, yW, yV,
+                                                          yP, yI, lagS)
+            if best_p >= 0 and best_v > z:
+                z = best_v
+                inc_step = t
+                inc_parent = best_p
+                inc_item = s_cand[best_j]
+            resume = 2
+        # resume == 2: the step's links (parents bP, items bI) into the flat links
+        o0 = link_off[t]
+        if o0 + m > link_par.shape[0]:
+            ev = _EV_LINKS
+            break
         for q in range(m):
-            link_par[o0 + q] = par[q]
-            link_itm[o0 + q] = cand[itm[q]]
+            link_par[o0 + q] = bP[q]
+            link_itm[o0 + q] = s_cand[bI[q]]
         link_off[t + 1] = o0 + m
         hist += m * (4 if S < 2**31 else 8) + m * item_bytes
-        W = nW
-        V = nV
         stats[1] += m
         if m > stats[2]:
             stats[2] = m
         stats[3] += S * k
         work += S * k * k + S  # the step's merge and the scan of the states
+        S = m
+        side = 1 - side
+        resume = 0
         if z_stop - z <= tol:  # the incumbent reaches a proven bound: optimal, no state can beat it by tol
             code = 1
             break
-    stats[0] = n_order
-    has_state = inc_step >= 0
-    if has_state:
-        pos[order[inc_step]] = inc_item
-        idx = inc_parent
-        for s in range(inc_step - 1, -1, -1):
-            pos[order[s]] = link_itm[link_off[s] + idx]
-            idx = link_par[link_off[s] + idx]
-    return code, pos, has_state, stats
+    ist[_I_S] = S
+    ist[_I_SIDE] = side
+    ist[_I_NORD] = n_order
+    ist[_I_A] = a
+    ist[_I_B] = b
+    ist[_I_C] = c
+    ist[_I_HIST] = hist
+    ist[_I_WORK] = work
+    ist[_I_INC_STEP] = inc_step
+    ist[_I_INC_PAR] = inc_parent
+    ist[_I_INC_ITEM] = inc_item
+    ist[_I_CODE] = code
+    ist[_I_RESUME] = resume
+    ist[_I_I] = i
+    ist[_I_K] = k
+    ist[_I_M] = m
+    fst[0] = z
+    return ev
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def front_checks(weights, values, sizes):  # pragma: no cover - compiled
     """The front door's scans in one pass (twin of ``MCKPProblem.min_weight`` and the scans of
     ``mckp._check_numbers``): the sum of the lightest items' weights, each class's largest ``|value|`` (with
@@ -1608,7 +1870,7 @@ def front_checks(weights, values, sizes):  # pragma: no cover - compiled
     return light, top, heavy, np_sum(top)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _tail_orders(hw, hv, start, levels):  # pragma: no cover - compiled
     """The increments of ``lp_tail`` over every class, listed and sorted as it lists and sorts them (upgrades by
     decreasing slope, downgrades by increasing slope, both stable over the listing): a stable sort of a subset of
@@ -1658,7 +1920,7 @@ def _tail_orders(hw, hv, start, levels):  # pragma: no cover - compiled
     return cu[ou], wu[ou], vu[ou], cd[od], wd[od], vd[od]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _stable_argsort(key):  # pragma: no cover - compiled
     """``np.argsort(key, kind="mergesort")`` for keys without NaN (-0.0 and 0.0 alike, as there): a least
     significant digit radix sort (stable, so ties stay in index order) of the keys' order-preserving 64-bit images,
@@ -1705,7 +1967,7 @@ def _stable_argsort(key):  # pragma: no cover - compiled
     return o
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _tail_filter(cu, wu, vu, cd, wd, vd, mask):  # pragma: no cover - compiled
     """``lp_tail``'s breakpoints for the classes in ``mask`` from the sorted increments of ``_tail_orders``."""
     nu = 0
@@ -1739,14 +2001,14 @@ def _tail_filter(cu, wu, vu, cd, wd, vd, mask):  # pragma: no cover - compiled
     return xu, yu, xd, yd
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def prepare_lp(weights, values, sizes, capacity):  # pragma: no cover - compiled
     """``_prepare_lp`` with the regrets (``with_regret``: the regrets at the break gradient are computed too,
     else left empty for the caller to compute when it needs them)."""
     return _prepare_lp(weights, values, sizes, capacity, True)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _prepare_lp(weights, values, sizes, capacity, with_regret):  # pragma: no cover - compiled
     """``prepare_hulls`` and the LP by slopes over the hulls (``lp_levels``) in one call, with what the core reads
     of the LP's integral part (``_lp.lp_flat`` and ``core._prepare``): the LP items (raw indices), their weight
@@ -1789,7 +2051,7 @@ def _prepare_lp(weights, values, sizes, capacity, with_regret):  # pragma: no co
             lp_pos, weight, hv_at, base_w, base_v, lam_up, lam_dn, regret)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _pairwise_block(a, lo, n):  # pragma: no cover - compiled
     """numpy's ``pairwise_sum`` of ``a[lo:lo + n]`` for ``n <= 128``: a plain sum below 8 terms, else eight
     accumulators added as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))`` and the rest after them."""
@@ -1825,7 +2087,7 @@ def _pairwise_block(a, lo, n):  # pragma: no cover - compiled
     return res
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _pairwise(a):  # pragma: no cover - compiled
     """numpy's pairwise summation of a 1-D float64 array (its ``pairwise_sum``: blocks of at most 128 terms by
     ``_pairwise_block``, longer runs halved at a multiple of 8 and the halves' sums added), so the same rounding.
@@ -1874,7 +2136,7 @@ def _pairwise(a):  # pragma: no cover - compiled
     return vals[0]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def np_sum(a):  # pragma: no cover - compiled
     """``float(a.sum())`` of a 1-D float64 array, bit for bit as numpy sums it (its reduction starts from the
     identity 0.0 and adds the pairwise sum of the whole array), so that a compiled phase can set the same
@@ -1882,7 +2144,7 @@ def np_sum(a):  # pragma: no cover - compiled
     return 0.0 + _pairwise(a)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _value_of(values, pos):  # pragma: no cover - compiled
     """``float(values[np.arange(n), pos].sum())``: the chosen values in class order, summed as numpy does."""
     n = pos.shape[0]
@@ -1892,7 +2154,7 @@ def _value_of(values, pos):  # pragma: no cover - compiled
     return np_sum(got)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _face_window(first, md, zc, zkey, nz, target, max_classes):  # pragma: no cover - compiled
     """The face fills' classes and window (twin of ``core._face_window``): ``o``, the order of the ``nz`` classes
     with a move (``zc``) by their smallest move (``zkey``; ties by class, the listing's order), ``nc`` of them
@@ -1911,7 +2173,7 @@ def _face_window(first, md, zc, zkey, nz, target, max_classes):  # pragma: no co
     return o, nc, half, target + 2 * half + 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits, max_classes,
               layers, lam_up, lam_dn):  # pragma: no cover - compiled
     """Twin of ``core._face_fill_numpy``: a choice of weight exactly ``capacity`` made of the LP items and moves
@@ -2034,7 +2296,7 @@ def face_fill(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain
 
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _shift_or(dst, src, d, nw):  # pragma: no cover - compiled
     """``dst |= src`` shifted up by ``d`` bits (down for ``d < 0``) over ``nw`` 64-bit words, bits past either
     end dropped (the caller masks the last word)."""
@@ -2050,12 +2312,12 @@ def _shift_or(dst, src, d, nw):  # pragma: no cover - compiled
             dst[w] |= (lo_w >> np.uint64(r)) | (hi_w << np.uint64(64 - r))
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bit(words, b):  # pragma: no cover - compiled
     return (words[b // 64] >> np.uint64(b % 64)) & np.uint64(1) == np.uint64(1)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _top_bit(words, hi, lo):  # pragma: no cover - compiled
     """The highest set bit in ``lo + 1 .. hi``, ``-1`` when none."""
     y = hi
@@ -2066,7 +2328,7 @@ def _top_bit(words, hi, lo):  # pragma: no cover - compiled
     return -1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _face_fill_loss1(weights, values, sizes, lp_pos, base_w, base_v, target, dw_b, gain, max_bits,
                      max_classes):  # pragma: no cover - compiled
     """Twin of ``core._face_fill_loss1_numpy`` (two layers of bitsets over 64-bit words)."""
@@ -2184,7 +2446,7 @@ def _face_fill_loss1(weights, values, sizes, lp_pos, base_w, base_v, target, dw_
 
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def face_bound(weights, values, sizes, base_w, base_v, target, mu, max_bits):  # pragma: no cover - compiled
     """Twin of ``core._face_bound_numpy``: the bound ``U - 1`` proven when no choice of the LP items (``base_w``,
     ``base_v``) and moves of zero loss at the integral gradient ``mu`` (``v_ij - v_lp == mu (w_ij - w_lp)``) adds
@@ -2272,7 +2534,7 @@ SOLVED_LP_BOUND = 5
 SOLVED_FACE_BOUND = 6
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def solve_compiled(weights, values, sizes, capacity, use_greedy, rel_tol, int_margin, fill_rounds, max_bytes,
                    link_share, tail_min, tail_growth, bytes_per_cand, item_bytes, face_bits, face_classes,
                    guess_stop):  # pragma: no cover - compiled

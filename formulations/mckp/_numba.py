@@ -11,7 +11,8 @@ same rules), so the path taken changes the time, never the answer:
   that updates the incumbent, fathoms by the upper bound and drops dominated candidates in one pass:
   :math:`O(S k^2)` time, :math:`O(S + |K|)` resident memory for the ``|K|`` kept states), and ``select_items``;
   ``search``, the whole loop of core steps in one call (the same steps as the Python loop of ``core._search``,
-  which it hands the search back to where links would be dropped or a limit may be hit);
+  which it hands the search back to where links would be dropped or a limit may be hit; its steps run in
+  ``_run_steps``, whose arrays never change, so that numba counts no reference in the loop);
 * the front door's checks (:func:`lyra_solver.formulations.mckp.solve_mckp`): ``front_checks``, once loaded;
 * the core's prepare and start phases: ``prepare_hulls``, ``class_items``, ``fit_prefix`` (and
   ``fit_prefix_short`` for the greedy rounds), ``lp_levels``, ``regrets``, ``greedy_fill``, ``face_fill``

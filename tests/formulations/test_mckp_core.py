@@ -343,7 +343,9 @@ def test_compiled_reduction_equals_numpy_reduction(inst):
             assert a.shape == b.shape and np.array_equal(a, b)
         lp = int(len(want[0]) // 2)  # any undominated item may be the LP item
         bw, bv = int(want[0][lp]), float(want[1][lp])
-        for alpha, lag_ub, thr in ((0.5, 3.0, 1.0), (2.0, 0.0, 5.0), (1.0, 10.0, -10.0)):
+        # alpha >= 0: the Lagrangian test first, on the raw items (_select_survivors); alpha < 0: sort first
+        for alpha, lag_ub, thr in ((0.5, 3.0, 1.0), (2.0, 0.0, 5.0), (1.0, 10.0, -10.0), (0.0, 1.0, 0.5),
+                                   (1.0, 0.5, 0.0), (-0.5, 2.0, 1.0)):
             got = nb.select_items(p.weights, p.values, i, int(p.sizes[i]), bw, bv, alpha, lag_ub, thr)
             ref = select_numpy(p, i, bw, bv, alpha, lag_ub, thr)
             for a, b in zip(got, ref, strict=True):
@@ -808,6 +810,27 @@ def test_aspiration_guesses_runs_and_answer(monkeypatch, seed, runs):
         assert (other.choice, other.bound, other.backend_status) == (a.choice, a.bound, a.backend_status)
         assert {k: v for k, v in other.stats.items() if k != "numba"} == \
             {k: v for k, v in a.stats.items() if k != "numba"}
+
+
+@pytest.mark.parametrize(("kind", "n", "seed"), [("strongly", 200, 4), ("strongly", 100, 4), ("weakly", 100, 3081)])
+@pytest.mark.parametrize(("tail_min", "growth"), [(20_000, 2.0), (0, 1.1)])
+def test_compiled_search_events_give_the_numpy_answer(monkeypatch, kind, n, seed, tail_min, growth):
+    """The compiled run returns from its step loop to replace an array (the tail built and rebuilt, a step's buffers
+    or the links grown: strongly 200 x 10 seed 4 keeps 6,105 states, more than the first 4,096 links, and steps of
+    up to 2,827 states) and resumes where it stopped: the same choice, bound and counters as the numpy path, with
+    the tail from the first step and rebuilt at every 10% of growth of the core, or as the defaults have it."""
+    from lyra_solver.bench import mckp_instances as gen
+    from lyra_solver.formulations.mckp import core
+
+    monkeypatch.setattr(core, "TAIL_MIN_CANDIDATES", tail_min)
+    monkeypatch.setattr(core, "TAIL_GROWTH", growth)
+    p = gen.pisinger(kind, n, 10, R=1000, seed=seed)
+    a = solve_core(p, use_numba=True)
+    b = solve_core(p, use_numba=False)
+    assert a.status is Status.OPTIMAL and a.stats["numba"] == 1 and a.stats["classes"] > 0
+    assert (a.choice, a.bound, a.objective, a.backend_status) == (b.choice, b.bound, b.objective, b.backend_status)
+    assert {k: v for k, v in a.stats.items() if k != "numba"} == {k: v for k, v in b.stats.items() if k != "numba"}
+    assert a.objective == solve_mckp(p, method="dp").objective
 
 
 def test_aspiration_guess_stopped_by_a_limit_keeps_a_valid_bound():
