@@ -167,7 +167,7 @@ def _servers_view(servers: tuple) -> tuple:
     return view
 
 
-_TRAINING = int(ServerKind.TRAINING)
+_TRAINING, _LOANED = int(ServerKind.TRAINING), int(ServerKind.LOANED)
 #: ServerKind code of each inference server state
 _CODES = {state: int(ServerKind[state.upper()]) for state in SERVER_STATES}
 
@@ -230,6 +230,9 @@ class Scaled:
     rows: np.ndarray | None = None
     #: with ``rows``: each entry of ``jobs``'s value at its ``min_workers`` (the table's first column)
     fixed: np.ndarray | None = None
+    #: the workers each entry of ``jobs`` holds after admission (0: admitted this round), where the step knows them
+    #: (Lyra's and the other objectives' scaling, not the joint admission's); ``None``: not given
+    held: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -339,7 +342,9 @@ def remember_used(cl: Cluster, placement: tuple[JobPlacement, ...], used: np.nda
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:
     """Mask of the servers training may use this round: training, loaned and kept, or borrowed."""
-    mask = cl.kind <= ServerKind.LOANED  # training, or loaned
-    mask[list(rec.servers)] = False
-    mask[list(borrowed)] = True
+    mask = cl.kind <= _LOANED  # training, or loaned (a plain int: an IntEnum operand costs numpy a slow path)
+    if rec.servers:
+        mask[list(rec.servers)] = False
+    if borrowed:
+        mask[list(borrowed)] = True
     return mask

@@ -90,7 +90,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     elastic = np.flatnonzero(table.sizes > 1)
     targets = table.min_workers.copy() if rows is None else cl.min_w[run]
     if elastic.size == 0:
-        return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0), rows, fixed)
+        return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0), rows, fixed, held)
     values = table.values[elastic]
     # the table's own arrays (int64 weights >= 0, sizes >= 1, values finite once the padding's -inf are 0)
     problem = MCKPProblem.from_table(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
@@ -117,7 +117,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         chosen, value = _refine(opts, table, elastic, capacity, targets[elastic], cl.server_gpus, settings, method)
         targets[elastic] = chosen
         report = _thinned_report(res, value, opts, table, elastic, capacity, cl.server_gpus, settings)
-    return Scaled(jobs, table, targets, report, rows, fixed)
+    return Scaled(jobs, table, targets, report, rows, fixed, held)
 
 
 def _scale_joint(state: RoundState, settings: Settings) -> Scaled:
