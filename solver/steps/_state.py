@@ -327,7 +327,7 @@ def worker_counts(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPla
         at = list(base)
         same[at] = True
         counts[at] = cl.min_w[at]
-    for j in np.flatnonzero(~same).tolist():
+    for j in (~same).nonzero()[0].tolist():  # a 1-D mask: flatnonzero's ravel is a Python call more
         pl = placement[j]
         counts[j] = sum(pl.values()) if pl else 0
     return counts

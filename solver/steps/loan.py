@@ -24,7 +24,7 @@ def loan(state: RoundState, settings: Settings) -> tuple[int, ...]:
     drops them after placement). ``settings`` is not read: borrowing does not depend on an option.
     """
     cl, rec = state.cluster, state.reclaimed
-    idle = np.flatnonzero(cl.kind == _IDLE).tolist()  # a plain int: an IntEnum operand costs numpy a slow path
+    idle = (cl.kind == _IDLE).nonzero()[0].tolist()  # a plain int: an IntEnum operand costs numpy a slow path
     if not idle:
         return ()
     usable = usable_servers(cl, rec, ())

@@ -77,7 +77,7 @@ def place(state: RoundState, settings: Settings) -> Placed:
         moving = jobs[move].tolist()
         workers = targets[move]
     usable = usable_servers(cl, rec, borrowed)
-    servers = np.flatnonzero(usable)
+    servers = usable.nonzero()[0]
     kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
     # the placement option's heuristic (a row of the placement table), or the exact model's warm start
     heuristic = EXACT_WARM_START if settings.placement == "exact" else settings.placement

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     """Choose the loaned servers to give back and apply it: shrink or preempt the jobs on them."""
     cl = state.cluster
-    loaned = np.flatnonzero(cl.kind == _LOANED)  # a plain int: an IntEnum operand costs numpy a slow path
+    loaned = (cl.kind == _LOANED).nonzero()[0]  # a plain int: an IntEnum operand costs numpy a slow path
     k = min(cl.snap.inference.reclaim, int(loaned.size))
     if k == 0:
         return Reclaimed((), cl.placement, (), frozenset(), StepReport("none", "optimal", 0.0, 0.0, 0.0))
