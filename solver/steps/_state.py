@@ -202,7 +202,7 @@ def _servers_view(servers: tuple) -> tuple:
     return view
 
 
-_TRAINING = int(ServerKind.TRAINING)
+_TRAINING, _LOANED = int(ServerKind.TRAINING), int(ServerKind.LOANED)
 #: ServerKind code of each inference server state
 _CODES = {state: int(ServerKind[state.upper()]) for state in SERVER_STATES}
 
@@ -392,7 +392,7 @@ def worker_counts(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPla
         at = np.fromiter(base, np.int64, len(base))  # one conversion for the three uses
         same[at] = True
         counts[at] = cl.min_w[at]
-    for j in np.flatnonzero(~same).tolist():
+    for j in (~same).nonzero()[0].tolist():  # a 1-D mask: flatnonzero's ravel is a Python call more
         pl = placement[j]
         counts[j] = sum(pl.values()) if pl else 0
     return counts
@@ -407,7 +407,9 @@ def remember_used(cl: Cluster, placement: tuple[JobPlacement, ...], used: np.nda
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:
     """Mask of the servers training may use this round: training, loaned and kept, or borrowed."""
-    mask = cl.kind <= ServerKind.LOANED  # training, or loaned
-    mask[list(rec.servers)] = False
-    mask[list(borrowed)] = True
+    mask = cl.kind <= _LOANED  # training, or loaned (a plain int: an IntEnum operand costs numpy a slow path)
+    if rec.servers:
+        mask[list(rec.servers)] = False
+    if borrowed:
+        mask[list(borrowed)] = True
     return mask

@@ -61,9 +61,10 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     )
     usable = usable_servers(cl, reclaimed, borrowed)
     tier = np.full(cl.gpus.shape[0], -1, dtype=np.int64)
-    tier[cl.kind == ServerKind.TRAINING] = Tier.TRAINING
-    tier[cl.kind == ServerKind.LOANED] = Tier.LOANED
-    tier[list(borrowed)] = Tier.BORROWED
+    tier[cl.kind == _K_TRAINING] = _T_TRAINING  # plain ints: an IntEnum operand costs numpy a slow path
+    tier[cl.kind == _K_LOANED] = _T_LOANED
+    if borrowed:
+        tier[list(borrowed)] = _T_BORROWED
     tier[~usable] = -1
     used = used_gpus(cl, reclaimed.placement)
     free = np.where(usable, cl.gpus - used, 0)
@@ -218,4 +219,6 @@ def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None, idx: n
 
 
 _SUBMIT, _ATTAINED = attrgetter("submit_time"), attrgetter("attained_service")
+_K_TRAINING, _K_LOANED = int(ServerKind.TRAINING), int(ServerKind.LOANED)
+_T_TRAINING, _T_LOANED, _T_BORROWED = int(Tier.TRAINING), int(Tier.LOANED), int(Tier.BORROWED)
 _THROUGHPUT, _WORK = attrgetter("throughput"), attrgetter("remaining_work")

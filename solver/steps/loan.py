@@ -24,7 +24,7 @@ def loan(state: RoundState, settings: Settings) -> tuple[int, ...]:
     drops them after placement). ``settings`` is not read: borrowing does not depend on an option.
     """
     cl, rec = state.cluster, state.reclaimed
-    idle = np.flatnonzero(cl.kind == ServerKind.IDLE).tolist()
+    idle = (cl.kind == _IDLE).nonzero()[0].tolist()  # a plain int: an IntEnum operand costs numpy a slow path
     if not idle:
         return ()
     usable = usable_servers(cl, rec, ())
@@ -50,6 +50,8 @@ def loan(state: RoundState, settings: Settings) -> tuple[int, ...]:
         deficit -= gpus[s]
     return tuple(sorted(borrowed))
 
+
+_IDLE = int(ServerKind.IDLE)
 
 #: Largest ``max_workers x gpus_per_worker`` sum that int64 arithmetic holds exactly (with room to spare).
 _EXACT_INT64 = 1 << 62

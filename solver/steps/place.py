@@ -52,7 +52,13 @@ def place(state: RoundState, settings: Settings) -> Placed:
     # no worker; a job moves when admitted, or when its target differs from the workers it holds after admission (or
     # no workers held). On a small round (the simulator's, a few hundred jobs) one comprehension costs less than the
     # numpy calls' fixed cost
-    if len(sc.jobs) < _ARRAYS_MIN_JOBS:
+    if len(sc.jobs) < _ARRAYS_MIN_JOBS and sc.held is not None:  # the workers held, from the scale step: no sums
+        targets = sc.targets
+        stopped = list(compress(sc.jobs, (targets == 0).tolist()))
+        move = (targets > 0) & (targets != sc.held)  # an admitted job holds 0; a running one its workers (> 0)
+        moving = list(compress(sc.jobs, move.tolist()))
+        workers = targets[move]
+    elif len(sc.jobs) < _ARRAYS_MIN_JOBS:
         target = dict(zip(sc.jobs, sc.targets.tolist(), strict=True))
         stopped = [j for j, w in target.items() if w == 0]
         moving = [j for j, w in target.items() if w > 0 and (j in admitted or (p := before[j]) is None
@@ -73,7 +79,7 @@ def place(state: RoundState, settings: Settings) -> Placed:
         moving = jobs[move].tolist()
         workers = targets[move]
     usable = usable_servers(cl, rec, borrowed)
-    servers = np.flatnonzero(usable)
+    servers = usable.nonzero()[0]
     kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
     # the placement option's heuristic (a row of the placement table), or the exact model's warm start
     heuristic = EXACT_WARM_START if settings.placement == "exact" else settings.placement

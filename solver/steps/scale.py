@@ -61,7 +61,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     snap = cl.snap
     # the jobs that run, in job order, with their current counts (0: admitted) and the extra GPUs they hold
     counts = worker_counts(cl, adm.placement, adm.admitted)  # admitted: at base demand
-    run = np.flatnonzero(counts)
+    run = counts.nonzero()[0]  # 1-D arrays here and below: nonzero()[0] is flatnonzero without its ravel call
     if adm.admitted:
         counts[np.fromiter(adm.admitted, np.int64, len(adm.admitted))] = 0
     held = counts[run]
@@ -88,7 +88,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         ages = [snap.now - snap.jobs[j].submit_time for j in jobs] if settings.objective != OBJECTIVES[0] else None
         table = value_table(opts, server_gpus=cl.server_gpus, backend=settings.backend,
                             objective=settings.objective, ages=ages)
-    elastic = np.flatnonzero(table.sizes > 1)
+    elastic = (table.sizes > 1).nonzero()[0]
     targets = table.min_workers.copy() if rows is None else cl.min_w[run]
     if elastic.size == 0:
         return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0), rows, fixed, held)
@@ -335,7 +335,7 @@ def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, c
     would run the whole table on a GPU library (the caller then builds the options). O(J) array work and O(E M)
     for the table of the E jobs with a choice."""
     cl, shrunk, donors = state.cluster, state.reclaimed.shrunk, state.admitted.donors
-    idx = np.array(jobs, np.int64)
+    idx = np.fromiter(jobs, np.int64, len(jobs))
     lo, g = cl.min_w[idx], cl.gpw[idx]
     top = np.minimum(cl.max_w[idx], lo + capacity // g)
     cur = current
@@ -352,7 +352,7 @@ def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, c
     pen = np.fromiter(map(_RESTART, run), np.float64, len(run))
     pen[~charged] = 0.0
     fixed = 0.0 - pen * ((cur > 0) & (lo != cur))  # the table's T(min) - T(min) - penalty x restart, at min
-    rows = np.flatnonzero(top > lo)
+    rows = (top > lo).nonzero()[0]
     if rows.size == 0:
         empty = np.zeros((0, 1))
         none = np.zeros(0, np.int64)

@@ -360,6 +360,39 @@ def test_decision_of_a_large_round_is_the_small_rounds_pass(servers, jobs, seed,
     assert listed(large) == listed(small)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(servers=st.integers(1, 80), jobs=st.integers(0, 200), seed=st.integers(0, 2**31 - 1),
+       running=st.floats(0.0, 1.0), reclaim=st.integers(0, 8),
+       objective=st.sampled_from(["jct-reduction", "srpt", "hesrpt"]), queue=st.sampled_from(["sjf", "fifo"]))
+def test_place_moves_the_jobs_whose_held_workers_differ(servers, jobs, seed, running, reclaim, objective, queue):
+    """The scale step's ``held`` is each job's workers after admission (0: admitted), the sum over its placement; the
+    place step's small rounds find the jobs that move from it (target not the workers held) and give the same
+    placement and report as from the sums over the placements (``held`` not given; nor by the joint admission's
+    knapsack)."""
+    import dataclasses
+
+    from lyra_solver.objectives import JOINT_ADMISSION
+    from lyra_solver.pipeline import settings_of
+    from lyra_solver.steps import STEPS, RoundState
+    from lyra_solver.steps._state import Cluster
+    from lyra_solver.steps.place import place
+
+    snap = io.parse_snapshot(io.encode(generate_snapshot(servers=servers, jobs=jobs, seed=seed,
+                                                         running_share=running, reclaim=reclaim)))
+    opts = settings_of(snap, objective=objective, queue=queue)
+    state = RoundState(Cluster.of(snap))
+    for name, step in STEPS[:4]:
+        state = dataclasses.replace(state, **{name: step(state, opts)})
+    sc, adm = state.scaled, state.admitted
+    assert (sc.held is not None or not sc.jobs) if objective not in JOINT_ADMISSION else sc.held is None
+    if sc.held is not None:
+        admitted = set(adm.admitted)
+        assert sc.held.tolist() == [0 if j in admitted else sum(adm.placement[j].values()) for j in sc.jobs]
+    fast = place(state, opts)
+    summed = place(dataclasses.replace(state, scale=dataclasses.replace(sc, held=None)), opts)
+    assert fast.placement == summed.placement and fast.report == summed.report
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(servers=st.integers(1, 80), jobs=st.integers(0, 200), seed=st.integers(0, 2**31 - 1),
        running=st.floats(0.0, 1.0), reclaim=st.integers(0, 8))
