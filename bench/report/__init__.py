@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to fifth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
+    Section("Speed, third to sixth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
             path="docs/bench/speed.md"),
     Section("MCKP speed: cold start and 10 seeds per class", module="lyra_solver.bench.mckp_speed",
             quick_args=("--quick", "--no-header"), full_args=("--no-header",),
@@ -76,28 +76,27 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "2026-12-02 18:26-18:28 UTC, the same runs: 253 -> 781, 183 -> 300, 346 -> 475 req/s at concurrency 8 from "
      "1 to 2 workers (1.37-3.09x; 1.45-2.04x at 14:47 UTC on the earlier host) (section Service)", "met"),
     (24, 'the 10,000-job Philly run under `lyra` (64 + 32 servers) in at most 8 s on 2 cores',
-     '2026-12-03 21:39 UTC at `8a75ee0`, `lyra-solver simulate --max-work 0 --trace ../shared/data/philly/philly.csv '
+     '2026-12-04 02:20 UTC at `2865326`, `lyra-solver simulate --max-work 0 --trace ../shared/data/philly/philly.csv '
      '--limit 10000 --load ../shared/data/alibaba/genai_qps.csv --training-servers 64 --inference-servers 32 '
-     '--interval 300 --policy lyra`: 14.8-14.9 s wall (13.1-13.2 CPU s in the replay; decide 10.0-10.1 s, p50 '
-     '0.71-0.73 ms a round), quiet, alternately with `38693fc`: 17.0 s; the same summary.json and CSVs (section '
-     'Speed, fifth pass)',
-     'not met (1.15x faster this pass; 1.85x off)'),
+     '--interval 300 --policy lyra`: 13.4 s wall (11.8 CPU s in the replay; decide 8.8 s, p50 0.63 ms a round); '
+     '14.8-14.9 s at `8a75ee0`; the same summary.json and CSVs (section Speed, sixth pass)',
+     'not met (1.1x faster this pass; 1.7x off)'),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
-     '2026-12-03 21:40 UTC at `8a75ee0`, the command of section Simulation, Speed: 74.9 s wall (71.9 CPU s in the '
-     'replay, decide 56.1 s, p50 0.70 ms; 87.3 s at `38693fc` in the same session, 92.4 s at the fourth pass); the '
-     'same summary.json and CSVs (section Speed, fifth pass)',
-     'not met (1.25x off)'),
+     '2026-12-04 02:21 UTC at `2865326`, the command of section Simulation, Speed: 70.7 s wall (68.0 CPU s in the '
+     'replay, decide 52.0 s, p50 0.66 ms; 74.9 s at `8a75ee0`, 87.3 s at `38693fc`); the same summary.json and CSVs '
+     '(section Speed, sixth pass)',
+     'not met (1.18x off)'),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
-     '2026-12-03 20:30 UTC on the quiet machine, `decide(snap, allocation="exact")` on `lyra-solver bench decide '
-     "--servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls (kernels loaded), two runs each "
-     'alternately: 0.135-0.136 s at `38693fc`, 0.113-0.118 s at `8a75ee0` (admit 34, decision 27, place 17, index '
-     'view 12, scale 7, reclaim 6 ms); at load the fourth pass read 0.166-0.170 s for `38693fc` (section Speed, '
-     'fifth pass)',
-     'not met (1.2x faster this pass; 1.1-1.2x off)'),
-    (24, "parse and validation of that snapshot at most 0.15 s",
-     "the same runs, `io.parse_snapshot`: 0.124-0.128 s (0.123 s before; 0.358-0.364 s before the third pass, 0.49 s "
-     "when the issue was written); other generated snapshots of that size (seeds 2-5, 30-80% running) at the third "
-     "pass: median 0.125-0.130 s, worst 0.133 s (section Speed, third and fourth passes)", "met"),
+     '2026-12-04 02:19 UTC at `2865326`, the machine otherwise idle, `decide(snap, allocation="exact")` on '
+     "`lyra-solver bench decide --servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls (kernels "
+     'loaded), two runs: 0.078 s (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms); 0.102 s at '
+     '`8d45a1b` on 2026-12-03 22:55 UTC, idle (section Speed, sixth pass)',
+     'met (1.3x under)'),
+    (24, 'parse and validation of that snapshot at most 0.15 s',
+     'the same runs, `io.parse_snapshot`: 0.094-0.095 s CPU median; other generated snapshots of that size (seeds '
+     '2-5, 30-80% running) at the third pass: median 0.125-0.130 s, worst 0.133 s (section Speed, third to sixth '
+     'passes)',
+     'met'),
     (25, "best objective at least 1.3x lower mean JCT than `tiresias` on the Pollux workloads (our simulator)",
      "2026-12-03 11:54-12:02 UTC at 92f9355, `lyra-solver simulate --pollux-workload 1..8 --preset pollux-artifact` "
      "against the artifact's exact Tiresias: `lyra --objective hesrpt` (hull greedy) 1.43x geometric mean, 1.44x "
