@@ -31,8 +31,9 @@ from lyra_solver.formulations.vocabulary import (
 from lyra_solver.types import PackingGroup, Snapshot
 from lyra_solver.values import ValueTable
 
-__all__ = ["Admitted", "Cluster", "Placed", "Reclaimed", "RoundState", "Scaled", "Settings", "StepReport",
-           "queued_jobs", "remember_used", "usable_servers", "used_gpus", "worker_counts"]
+__all__ = ["KIND_IDLE", "KIND_LOANED", "KIND_TRAINING", "Admitted", "Cluster", "Placed", "Reclaimed", "RoundState",
+           "Scaled", "Settings", "StepReport", "queued_jobs", "remember_used", "usable_servers", "used_gpus",
+           "worker_counts"]
 
 #: Workers per server index of one job (``None``: the job does not run).
 JobPlacement = dict[int, int] | None
@@ -91,21 +92,13 @@ class Cluster:
     max_w: np.ndarray
     placement: tuple[JobPlacement, ...]
     server_gpus: int
-    #: the jobs with a placement in the snapshot (running, or an empty one), in job order, listed by :meth:`of` on
-    #: a large round (``None`` on a small one: :attr:`placed_jobs` lists them when asked)
-    held: tuple[int, ...] | None
+    #: the jobs with a placement in the snapshot (running, or an empty one), in job order
+    held: tuple[int, ...]
     #: workers each job holds in the snapshot (0: none), read-only
     workers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     #: :func:`used_gpus` of the placement tuples asked for so far this round, by ``id`` (each entry holds its
     #: tuple, so the id stays that tuple's): the reclaim, loan, admission and scale steps ask for the same ones
     used_memo: dict[int, tuple[tuple[JobPlacement, ...], np.ndarray]] = field(default_factory=dict, repr=False)
-
-    @property
-    def placed_jobs(self) -> tuple[int, ...]:
-        """:attr:`held`, listed now where :meth:`of` did not (a small round)."""
-        if self.held is not None:
-            return self.held
-        return tuple(i for i, p in enumerate(self.placement) if p is not None)
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
@@ -127,39 +120,22 @@ class Cluster:
         workers = [0] * len(jobs)
         held: list[int] = []
         hold = held.append
-        if len(jobs) < _HELD_MIN_JOBS:  # a small round: the same loop without listing the placed jobs
-            for i, j in enumerate(jobs):
-                pl = j.placement
-                if pl is None:
-                    add(None)
-                    continue
-                g = j.gpus_per_worker
-                p = {}
-                n = 0
-                for k, v in pl.items():
-                    s = sid[k]
-                    p[s] = v
-                    used[s] += v * g
-                    n += v
-                workers[i] = n
-                add(p)
-        else:
-            for i, j in enumerate(jobs):
-                pl = j.placement
-                if pl is None:
-                    add(None)
-                    continue
-                hold(i)
-                g = j.gpus_per_worker
-                p = {}
-                n = 0
-                for k, v in pl.items():
-                    s = sid[k]
-                    p[s] = v
-                    used[s] += v * g
-                    n += v
-                workers[i] = n
-                add(p)
+        for i, j in enumerate(jobs):
+            pl = j.placement
+            if pl is None:
+                add(None)
+                continue
+            hold(i)
+            g = j.gpus_per_worker
+            p = {}
+            n = 0
+            for k, v in pl.items():
+                s = sid[k]
+                p[s] = v
+                used[s] += v * g
+                n += v
+            workers[i] = n
+            add(p)
         count = np.array(workers, np.int64)
         count.setflags(write=False)
         cl = cls(
@@ -169,16 +145,12 @@ class Cluster:
             max_w=np.array([j.max_workers for j in jobs], np.int64),
             placement=tuple(placement),
             server_gpus=server_gpus,
-            held=tuple(held) if len(jobs) >= _HELD_MIN_JOBS else None,
+            held=tuple(held),
             workers=count,
         )
         remember_used(cl, cl.placement, np.array(used, np.int64))
         return cl
 
-
-#: Jobs from which :meth:`Cluster.of` lists the placed jobs in its loop (the large rounds' decision and reclaim
-#: steps read them); below it the loop stays as short as it was (the simulator's rounds)
-_HELD_MIN_JOBS = 2_000
 
 #: The last :func:`_servers_view` made (its servers tuple first): snapshots of consecutive rounds often share it
 _last_servers: tuple | None = None
@@ -191,7 +163,7 @@ def _servers_view(servers: tuple) -> tuple:
     global _last_servers
     sid = {s.id: i for i, s in enumerate(servers)}
     gpu_list = [s.gpus for s in servers]
-    kind = np.array([_TRAINING if s.pool == "training" else _CODES[s.state] for s in servers], np.int8)
+    kind = np.array([KIND_TRAINING if s.pool == "training" else _CODES[s.state] for s in servers], np.int8)
     mode = Counter(gpu_list).most_common()
     server_gpus = max((g for g, c in mode if c == mode[0][1]), default=8)
     gpus = np.array(gpu_list, np.int64)
@@ -202,7 +174,9 @@ def _servers_view(servers: tuple) -> tuple:
     return view
 
 
-_TRAINING, _LOANED = int(ServerKind.TRAINING), int(ServerKind.LOANED)
+#: The server kinds' codes as plain ints, for tests on the index view's ``kind`` array (an IntEnum operand takes
+#: numpy's slow path, about 1.7 us a call)
+KIND_TRAINING, KIND_LOANED, KIND_IDLE = int(ServerKind.TRAINING), int(ServerKind.LOANED), int(ServerKind.IDLE)
 #: ServerKind code of each inference server state
 _CODES = {state: int(ServerKind[state.upper()]) for state in SERVER_STATES}
 
@@ -262,7 +236,7 @@ def queued_jobs(cl: Cluster, placement: tuple[JobPlacement, ...], preempted: tup
     of the index view's: the jobs with no snapshot placement, and the ``preempted`` ones (the only entries it sets
     to ``None``). Array operations, O(J) in C."""
     mask = np.ones(len(placement), np.bool_)
-    held = cl.placed_jobs
+    held = cl.held
     mask[np.fromiter(held, np.int64, len(held))] = False
     mask[np.fromiter(preempted, np.int64, len(preempted))] = True
     out = np.flatnonzero(mask)
@@ -295,8 +269,9 @@ class Scaled:
     rows: np.ndarray | None = None
     #: with ``rows``: each entry of ``jobs``'s value at its ``min_workers`` (the table's first column)
     fixed: np.ndarray | None = None
-    #: workers each entry of ``jobs`` holds after admission, 0 for an admitted job (read-only), where the step
-    #: counted them; ``None``: not known (the place step counts them)
+    #: workers each entry of ``jobs`` holds after admission, 0 for an admitted job (read-only): the place step moves
+    #: the jobs whose target differs from it. Every result of the scale step gives it (``None`` only in a partial
+    #: result built by hand, which the place step does not take)
     held: np.ndarray | None = None
 
 
@@ -407,7 +382,7 @@ def remember_used(cl: Cluster, placement: tuple[JobPlacement, ...], used: np.nda
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:
     """Mask of the servers training may use this round: training, loaned and kept, or borrowed."""
-    mask = cl.kind <= _LOANED  # training, or loaned (a plain int: an IntEnum operand costs numpy a slow path)
+    mask = cl.kind <= KIND_LOANED  # training, or loaned
     if rec.servers:
         mask[list(rec.servers)] = False
     if borrowed:

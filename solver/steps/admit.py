@@ -26,12 +26,22 @@ from itertools import chain
 from operator import attrgetter, is_
 
 import numpy as np
-from lyra_solver.formulations.vocabulary import ServerKind, Tier
+from lyra_solver.formulations.vocabulary import Tier
 from lyra_solver.heuristics.donation import Donation
 from lyra_solver.heuristics.placement import FreeIndex, charges_twins, compiled
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.objectives import JOINT_ADMISSION
-from lyra_solver.steps._state import Admitted, Cluster, RoundState, Settings, remember_used, usable_servers, used_gpus
+from lyra_solver.steps._state import (
+    KIND_LOANED,
+    KIND_TRAINING,
+    Admitted,
+    Cluster,
+    RoundState,
+    Settings,
+    remember_used,
+    usable_servers,
+    used_gpus,
+)
 from lyra_solver.values import times_at
 
 __all__ = ["ADMIT_TIERS", "admit"]
@@ -61,8 +71,8 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     )
     usable = usable_servers(cl, reclaimed, borrowed)
     tier = np.full(cl.gpus.shape[0], -1, dtype=np.int64)
-    tier[cl.kind == _K_TRAINING] = _T_TRAINING  # plain ints: an IntEnum operand costs numpy a slow path
-    tier[cl.kind == _K_LOANED] = _T_LOANED
+    tier[cl.kind == KIND_TRAINING] = _T_TRAINING  # plain ints (KIND_TRAINING's note)
+    tier[cl.kind == KIND_LOANED] = _T_LOANED
     if borrowed:
         tier[list(borrowed)] = _T_BORROWED
     tier[~usable] = -1
@@ -219,6 +229,5 @@ def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None, idx: n
 
 
 _SUBMIT, _ATTAINED = attrgetter("submit_time"), attrgetter("attained_service")
-_K_TRAINING, _K_LOANED = int(ServerKind.TRAINING), int(ServerKind.LOANED)
 _T_TRAINING, _T_LOANED, _T_BORROWED = int(Tier.TRAINING), int(Tier.LOANED), int(Tier.BORROWED)
 _THROUGHPUT, _WORK = attrgetter("throughput"), attrgetter("remaining_work")

@@ -156,7 +156,7 @@ def _decision(state: RoundState) -> Decision:
         if borrowed:  # their servers in one C-level pass, not a test per placement
             hosting = set(borrowed).intersection(chain.from_iterable(made))
         # the jobs that ran before the round (a snapshot placement, even an empty one) and run no more
-        preempted = list(filterfalse(placement.__getitem__, cl.placed_jobs))
+        preempted = list(filterfalse(placement.__getitem__, cl.held))
         for j in preempted:
             out[j] = _PREEMPT
         preemptions = len(preempted)

@@ -9,8 +9,7 @@ from itertools import compress
 from operator import mul
 
 import numpy as np
-from lyra_solver.formulations.vocabulary import ServerKind
-from lyra_solver.steps._state import RoundState, Settings, usable_servers, used_gpus
+from lyra_solver.steps._state import KIND_IDLE, RoundState, Settings, usable_servers, used_gpus
 
 __all__ = ["loan"]
 
@@ -24,7 +23,7 @@ def loan(state: RoundState, settings: Settings) -> tuple[int, ...]:
     drops them after placement). ``settings`` is not read: borrowing does not depend on an option.
     """
     cl, rec = state.cluster, state.reclaimed
-    idle = (cl.kind == _IDLE).nonzero()[0].tolist()  # a plain int: an IntEnum operand costs numpy a slow path
+    idle = (cl.kind == KIND_IDLE).nonzero()[0].tolist()
     if not idle:
         return ()
     usable = usable_servers(cl, rec, ())
@@ -50,8 +49,6 @@ def loan(state: RoundState, settings: Settings) -> tuple[int, ...]:
         deficit -= gpus[s]
     return tuple(sorted(borrowed))
 
-
-_IDLE = int(ServerKind.IDLE)
 
 #: Largest ``max_workers x gpus_per_worker`` sum that int64 arithmetic holds exactly (with room to spare).
 _EXACT_INT64 = 1 << 62

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import logging
 from itertools import chain, compress, filterfalse
-from operator import is_
 
 import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.placement import PlacementProblem, solve_placement
-from lyra_solver.formulations.vocabulary import ServerKind
-from lyra_solver.steps._state import Placed, RoundState, Settings, StepReport, usable_servers, used_gpus
+from lyra_solver.steps._state import KIND_TRAINING, Placed, RoundState, Settings, StepReport, usable_servers, used_gpus
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import PowerThroughput
 
@@ -46,38 +44,17 @@ def place(state: RoundState, settings: Settings) -> Placed:
     servers)."""
     cl, adm, sc, rec, borrowed = state.cluster, state.admitted, state.scaled, state.reclaimed, state.borrowed
     admitted = set(adm.admitted)
-    before = adm.placement
-    # the jobs that run (job order) and their targets, as arrays: a test per job in Python was a fifth of the step
-    # on 50,000 jobs. A target of 0 (the objective's knapsack admits: lyra_solver.objectives.JOINT_ADMISSION) runs
-    # no worker; a job moves when admitted, or when its target differs from the workers it holds after admission (or
-    # no workers held). On a small round (the simulator's, a few hundred jobs) one comprehension costs less than the
-    # numpy calls' fixed cost
-    if len(sc.jobs) < _ARRAYS_MIN_JOBS and sc.held is not None:  # the workers held, from the scale step: no sums
-        targets = sc.targets
-        stopped = list(compress(sc.jobs, (targets == 0).tolist()))
-        move = (targets > 0) & (targets != sc.held)  # an admitted job holds 0; a running one its workers (> 0)
-        moving = list(compress(sc.jobs, move.tolist()))
-        workers = targets[move]
-    elif len(sc.jobs) < _ARRAYS_MIN_JOBS:
-        target = dict(zip(sc.jobs, sc.targets.tolist(), strict=True))
-        stopped = [j for j, w in target.items() if w == 0]
-        moving = [j for j, w in target.items() if w > 0 and (j in admitted or (p := before[j]) is None
-                                                             or w != sum(p.values()))]
-        workers = np.fromiter(map(target.__getitem__, moving), np.int64, len(moving))  # the moving jobs' targets
-    else:
-        jobs = np.fromiter(sc.jobs, np.int64, len(sc.jobs))
-        targets = np.asarray(sc.targets, np.int64)
-        stopped = jobs[targets == 0].tolist()
-        runs = targets > 0
-        is_admitted = np.zeros(len(before), bool)
-        is_admitted[np.fromiter(adm.admitted, np.int64, len(adm.admitted))] = True
-        move = runs & is_admitted[jobs]
-        rest = np.flatnonzero(runs & ~move)  # running jobs that keep running: positions in ``jobs``
-        # what the scale step counted, where it did (the same counts as _held_workers: non-admitted jobs)
-        have = sc.held[rest] if sc.held is not None else _held_workers(cl, before, jobs[rest].tolist())
-        move[rest] = targets[rest] != have
-        moving = jobs[move].tolist()
-        workers = targets[move]
+    # the jobs that run (job order) and their targets: a target of 0 (the objective's knapsack admits:
+    # lyra_solver.objectives.JOINT_ADMISSION) runs no worker; a job moves when its target differs from the workers it
+    # holds after admission, counted by the scale step (``Scaled.held``: 0 for an admitted job, so it always moves).
+    # Array tests and C-level selections: no test per job in Python, at any size
+    if sc.held is None:
+        raise ValueError("place: the scale step's result gives no workers held (Scaled.held)")
+    targets = np.asarray(sc.targets, np.int64)
+    move = (targets > 0) & (targets != sc.held)
+    stopped = list(compress(sc.jobs, (targets == 0).tolist()))
+    moving = list(compress(sc.jobs, move.tolist()))
+    workers = targets[move]
     usable = usable_servers(cl, rec, borrowed)
     servers = usable.nonzero()[0]
     kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
@@ -150,7 +127,7 @@ def _consolidate(cl, servers, placement: list, settled: list[int]) -> None:
             cand.append((-saving, j, w, g, need))
     if not cand:
         return
-    training = [int(s) for s in servers if cl.kind[s] == _TRAINING]
+    training = [int(s) for s in servers if cl.kind[s] == KIND_TRAINING]
     free = (cl.gpus - used_gpus(cl, placement)).tolist()
     for _, j, w, g, need in sorted(cand):
         p = placement[j]
@@ -168,20 +145,6 @@ def _consolidate(cl, servers, placement: list, settled: list[int]) -> None:
         placement[j] = p
         for s, n in p.items():
             free[s] -= n * g
-
-
-def _held_workers(cl, placement: tuple, jobs: list[int]) -> np.ndarray:
-    """Workers each of ``jobs`` holds in ``placement`` (0: none, or an empty placement): the snapshot's count
-    (:attr:`Cluster.workers`) where its placement is still the index view's very dict (a job no step touched),
-    the sum of its entries otherwise. O(len(jobs)) C-level identity checks plus O(entries of the changed ones)."""
-    at = np.fromiter(jobs, np.int64, len(jobs))
-    counts = cl.workers[at]
-    same = np.fromiter(map(is_, map(placement.__getitem__, jobs), map(cl.placement.__getitem__, jobs)), bool,
-                       len(jobs))
-    for i in np.flatnonzero(~same).tolist():
-        p = placement[jobs[i]]
-        counts[i] = sum(p.values()) if p else 0
-    return counts
 
 
 def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EXACT_WARM_START,
@@ -241,9 +204,6 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
     return problem, out
 
 
-#: Jobs that run from which :func:`place` finds the moving ones by array operations (below it, a comprehension).
-_ARRAYS_MIN_JOBS = 2_000
-
 #: Jobs giving back GPUs from which :func:`_place_afresh` reads their entries by numpy calls instead of a loop.
 _FEW_HELD = 64
 
@@ -281,7 +241,6 @@ def _spread_growths(cl, adm, servers, workers, moving, out) -> list[int]:
     return bad
 
 
-_TRAINING = int(ServerKind.TRAINING)
 EXACT_PLACEMENT_MAX_PAIRS = 50_000  # job x server pairs beyond which the placement ILP is not attempted
 
 

@@ -16,8 +16,8 @@ from operator import attrgetter
 import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.reclaim import ReclaimProblem, solve_reclaim
-from lyra_solver.formulations.vocabulary import ServerKind
 from lyra_solver.steps._state import (
+    KIND_LOANED,
     Reclaimed,
     RoundState,
     Settings,
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     """Choose the loaned servers to give back and apply it: shrink or preempt the jobs on them."""
     cl = state.cluster
-    loaned = (cl.kind == _LOANED).nonzero()[0]  # a plain int: an IntEnum operand costs numpy a slow path
+    loaned = (cl.kind == KIND_LOANED).nonzero()[0]
     k = min(cl.snap.inference.reclaim, int(loaned.size))
     if k == 0:
         return Reclaimed((), cl.placement, (), frozenset(), StepReport("none", "optimal", 0.0, 0.0, 0.0),
@@ -140,5 +140,4 @@ def _hosts_arrays(cl, before: tuple, loaned: np.ndarray) -> tuple[list[int], lis
 #: Jobs from which :func:`reclaim` lists the host pairs by array operations (:func:`_hosts_arrays`).
 _ARRAYS_MIN_JOBS = 2_000
 
-_LOANED = int(ServerKind.LOANED)
 _RESTART, _PREEMPT = attrgetter("restart_penalty"), attrgetter("preemption_penalty")

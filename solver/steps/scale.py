@@ -73,7 +73,8 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     if not jobs:
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
-                                     np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
+                                     np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"),
+                      held=held)
     # a row holds at most capacity + 1 options (job_options cuts what is heavier than the capacity; a donor's
     # extra workers are within it): a table within the limit that way needs no thinning
     table, opts, thinned, rows, fixed = None, None, False, None, None
@@ -145,7 +146,8 @@ def _scale_joint(state: RoundState, settings: Settings) -> Scaled:
     if not jobs:
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
-                                     np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"))
+                                     np.zeros(0, np.int64)), np.zeros(0, np.int64), StepReport("none", "optimal"),
+                      held=np.zeros(0, np.int64))
     cur = {j: held.get(j, 0) for j in jobs}
     opts = []
     for j in jobs:  # options heavier than the whole capacity can never be chosen (a lossless cut)
@@ -185,7 +187,9 @@ def _scale_joint(state: RoundState, settings: Settings) -> Scaled:
     report = StepReport.of(res, method=f"mckp-{res.method}")
     if thinned:
         report = StepReport(f"mckp-{res.method}-thinned", "feasible", res.objective, None, None)
-    return Scaled(jobs, table, targets.astype(np.int64), report)
+    held_a = np.fromiter(map(cur.__getitem__, jobs), np.int64, len(jobs))  # no admission here: the placements held
+    held_a.setflags(write=False)
+    return Scaled(jobs, table, targets.astype(np.int64), report, held=held_a)
 
 
 #: Zoom rounds of a thinned allocation (each a table of at most :data:`MAX_TABLE_CELLS` cells and one MCKP).

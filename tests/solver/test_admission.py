@@ -365,17 +365,14 @@ def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, recla
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), servers=st.integers(1, 40), jobs=st.integers(1, 200),
        gpus=st.sampled_from([1, 2, 4, 8]), reclaim=st.integers(0, 4), grow=st.sampled_from([0, 3, 9]),
-       objective=st.sampled_from(["jct-reduction", "hesrpt"]), large=st.booleans())
+       objective=st.sampled_from(["jct-reduction", "hesrpt"]))
 def test_place_step_with_the_admitted_gpus_kept_is_the_sum_over_dicts(seed, servers, jobs, gpus, reclaim, grow,
-                                                                      objective, large):
+                                                                      objective):
     """The place step gives back the admitted jobs' GPUs by the per-server count the compiled admission keeps
-    (``Admitted.taken``) instead of reading their dicts, and (on a large round, forced here at any size) takes the
-    running jobs' workers from the scale step's count (``Scaled.held``) instead of counting them again: the same
-    placements as with both unknown (a wrong count would move best fit decreasing's choices, its feasibility or
-    which jobs move)."""
+    (``Admitted.taken``) instead of reading their dicts: the same placements as with it unknown (a wrong count would
+    move best fit decreasing's choices or its feasibility)."""
     import dataclasses
 
-    import lyra_solver.steps.place as place_step
     from lyra_solver.steps.place import place
     from lyra_solver.steps.scale import scale
 
@@ -384,12 +381,8 @@ def test_place_step_with_the_admitted_gpus_kept_is_the_sum_over_dicts(seed, serv
     state = dataclasses.replace(state, admit=fast)
     sc = scale(state, settings)
     state = dataclasses.replace(state, scale=sc)
-    with pytest.MonkeyPatch.context() as mp:
-        if large:
-            mp.setattr(place_step, "_ARRAYS_MIN_JOBS", 0)
-        got = place(state, settings)
-        ref = place(dataclasses.replace(state, admit=dataclasses.replace(fast, taken=None),
-                                        scale=dataclasses.replace(sc, held=None)), settings)
+    got = place(state, settings)
+    ref = place(dataclasses.replace(state, admit=dataclasses.replace(fast, taken=None)), settings)
     assert [None if p is None else list(p.items()) for p in got.placement] == \
            [None if p is None else list(p.items()) for p in ref.placement]
 

@@ -364,14 +364,13 @@ def test_decision_of_a_large_round_is_the_small_rounds_pass(servers, jobs, seed,
 @given(servers=st.integers(1, 80), jobs=st.integers(0, 200), seed=st.integers(0, 2**31 - 1),
        running=st.floats(0.0, 1.0), reclaim=st.integers(0, 8),
        objective=st.sampled_from(["jct-reduction", "srpt", "hesrpt"]), queue=st.sampled_from(["sjf", "fifo"]))
-def test_place_moves_the_jobs_whose_held_workers_differ(servers, jobs, seed, running, reclaim, objective, queue):
-    """The scale step's ``held`` is each job's workers after admission (0: admitted), the sum over its placement; the
-    place step's small rounds find the jobs that move from it (target not the workers held) and give the same
-    placement and report as from the sums over the placements (``held`` not given; nor by the joint admission's
-    knapsack)."""
+def test_the_scale_step_gives_the_workers_held(servers, jobs, seed, running, reclaim, objective, queue):
+    """The scale step's ``held`` (every objective's, the joint admission's too) is each job's workers after
+    admission, 0 for an admitted job: the sum over its placement. The place step moves exactly the jobs whose target
+    differs from it; a job whose target is what it holds keeps its placement (the very dict) where the place step
+    does not consolidate spread jobs (Lyra's objective)."""
     import dataclasses
 
-    from lyra_solver.objectives import JOINT_ADMISSION
     from lyra_solver.pipeline import settings_of
     from lyra_solver.steps import STEPS, RoundState
     from lyra_solver.steps._state import Cluster
@@ -384,13 +383,17 @@ def test_place_moves_the_jobs_whose_held_workers_differ(servers, jobs, seed, run
     for name, step in STEPS[:4]:
         state = dataclasses.replace(state, **{name: step(state, opts)})
     sc, adm = state.scaled, state.admitted
-    assert (sc.held is not None or not sc.jobs) if objective not in JOINT_ADMISSION else sc.held is None
-    if sc.held is not None:
-        admitted = set(adm.admitted)
-        assert sc.held.tolist() == [0 if j in admitted else sum(adm.placement[j].values()) for j in sc.jobs]
-    fast = place(state, opts)
-    summed = place(dataclasses.replace(state, scale=dataclasses.replace(sc, held=None)), opts)
-    assert fast.placement == summed.placement and fast.report == summed.report
+    admitted = set(adm.admitted)
+    held = [0 if j in admitted or not adm.placement[j] else sum(adm.placement[j].values()) for j in sc.jobs]
+    assert sc.held is not None and sc.held.tolist() == held
+    placed = place(state, opts)
+    for j, t, h in zip(sc.jobs, sc.targets.tolist(), held, strict=True):
+        if t == 0:
+            assert placed.placement[j] is None
+        elif t == h and not opts.compact_growth:
+            assert placed.placement[j] is adm.placement[j]
+    with pytest.raises(ValueError, match="Scaled.held"):
+        place(dataclasses.replace(state, scale=dataclasses.replace(sc, held=None)), opts)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
