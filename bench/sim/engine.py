@@ -250,7 +250,7 @@ def simulate(specs: list[SimJobSpec], policy: Policy, config: SimConfig = SimCon
     check_config(config)
     check_specs(specs, config)
     if len(specs) >= PRELOAD_JOBS and not os.environ.get("LYRA_SIM_NUMPY"):
-        _mckp_numba.load()
+        _mckp_numba.load(wait=False)  # a cold cache: compiled in the background meanwhile (_numba.ready)
     # the replay allocates small containers by the million (rows, tuples, dicts of a round) and keeps few: the
     # collector's youngest generation examined every GC_YOUNG allocations instead of every 700 (the 10,000-job
     # run: 940 collections, 0.48 CPU s, against 10, 0.15 s); restored after the replay

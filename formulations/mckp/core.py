@@ -1273,7 +1273,7 @@ def _expand(problem: MCKPProblem, prep: _Prepared, inc: Incumbent, max_states: i
         if deadline is not None and now > deadline:
             note = "time_limit"
             break
-        if ctx["switch"] and now - start > _numba.SWITCH_AFTER_S:
+        if ctx["switch"] and now - start > _numba.SWITCH_AFTER_S and _numba.ready():
             ctx["switch"] = False
             ctx["switched"] = True
             count, step, scan, select, compiled = _kernels(True)

@@ -97,7 +97,9 @@ def warm_up() -> float:
     t0 = time.perf_counter()
     from lyra_solver.formulations.mckp import _numba
 
-    _numba.load()  # a long-running process: every later solve, small ones too, takes the kernels (when installed)
+    # a long-running process: every later solve, small ones too, takes the kernels (when installed); a cold cache
+    # is compiled in the background meanwhile (the numpy twins serve until then, see _numba.ready)
+    _numba.load(wait=False)
     import numpy as np
 
     rng = np.random.default_rng(0)
