@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from lyra_solver.bench.sim import data_dir
 from lyra_solver.formulations.mckp import _numba
 
@@ -54,7 +53,8 @@ def test_after_the_warm_up_other_work_compiles_no_kernel(tmp_path):
                        capture_output=True, env=env)
     sim = ["simulate", "--max-work", "0", "--trace", str(PHILLY), "--start", "2017-10-09T06:00", "--limit", "300",
            "--training-servers", "12", "--inference-servers", "6", "--interval", "300", "--no-progress", "--force"]
-    work = [[*sim, "--policy", policy, "--out", str(tmp_path / f"sim-{policy}")] for policy in ("lyra", "lyra-exact", "lyra-fifo")]
+    work = [[*sim, "--policy", policy, "--out", str(tmp_path / f"sim-{policy}")]
+            for policy in ("lyra", "lyra-exact", "lyra-fifo")]
     work += [["decide", str(tmp_path / "snapshot11"), "--allocation", allocation, *out(f"d-{allocation}")]
              for allocation in ("exact", "greedy")]
     work += [["mckp", str(tmp_path / f"mckp{seed}"), "--method", method, *out(f"m{seed}{method}")]
