@@ -91,6 +91,7 @@ _SPENT = 0.0
 #: The warm marker's path (``False``: not computed yet; ``None``: no writable place, the cache taken as warm)
 _MARKER: Path | None | bool = False
 _WARMING = False  # this process started (or found running) a warm-up
+_WARM_PROCS: list = []  # the warm-up this process started (its Popen)
 
 
 def numba_available() -> bool:
@@ -240,6 +241,7 @@ def _start_warming(marker: Path) -> None:
         proc = subprocess.Popen([sys.executable, "-m", WARM_MODULE, "--quiet", "--lock", str(lock)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
+        _WARM_PROCS.append(proc)  # kept: a Popen collected while its process runs warns (ResourceWarning)
         os.write(fd, f"{proc.pid}\n".encode())
     except OSError:
         lock.unlink(missing_ok=True)

@@ -99,10 +99,11 @@ def test_one_warm_up_per_cache_a_stale_lock_is_taken_over(monkeypatch, tmp_path)
             self.pid = 4242
 
     monkeypatch.setattr(subprocess, "Popen", FakePopen)
+    monkeypatch.setattr(_numba, "_WARM_PROCS", [])
     marker = tmp_path / "lyra-numba-warm-test"
     lock = tmp_path / "lyra-numba-warming.lock"
     _numba._start_warming(marker)
-    assert len(spawned) == 1 and lock.read_text() == "4242\n"
+    assert len(spawned) == 1 and lock.read_text() == "4242\n" and len(_numba._WARM_PROCS) == 1
     argv, kwargs = spawned[0]
     assert argv[:3] == [sys.executable, "-m", _numba.WARM_MODULE] and argv[-2:] == ["--lock", str(lock)]
     assert kwargs["start_new_session"] and kwargs["stdout"] == subprocess.DEVNULL
