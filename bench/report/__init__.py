@@ -49,6 +49,9 @@ SECTIONS: list[Section] = [
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
     Section("Speed, third to seventh passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
             path="docs/bench/speed.md"),
+    Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
+            quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
+            command="python -m lyra_solver.bench.round_speed --sim"),
     Section("MCKP speed: cold start and 10 seeds per class", module="lyra_solver.bench.mckp_speed",
             quick_args=("--quick", "--no-header"), full_args=("--no-header",),
             command="lyra-solver bench mckp --speed"),
@@ -81,24 +84,28 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      '--interval 300 --policy lyra`: 13.4 s wall (11.8 CPU s in the replay; decide 8.8 s, p50 0.63 ms a round); '
      '14.8-14.9 s at `8a75ee0`; the same summary.json and CSVs (section Speed, sixth pass). With numba\'s cache '
      'cold (a new checkout) 2026-12-06: 42.2 s compiling in its rounds, 32.0 s since the background warm-up, '
-     '13.7-18.6 s warm (section Speed, seventh pass)',
-     'not met (1.1x faster this pass; 1.7x off)'),
+     '13.7-18.6 s warm; `python -m lyra_solver.bench.round_speed --sim --full` at 05:00 UTC: 16.9 s (section Round '
+     'speed)',
+     'not met (1.7x off on the sixth pass\'s host, 1.7-2.3x on this one)'),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
      '2026-12-04 02:21 UTC at `2865326`, the command of section Simulation, Speed: 70.7 s wall (68.0 CPU s in the '
      'replay, decide 52.0 s, p50 0.66 ms; 74.9 s at `8a75ee0`, 87.3 s at `38693fc`); the same summary.json and CSVs '
-     '(section Speed, sixth pass)',
-     'not met (1.18x off)'),
+     '(section Speed, sixth pass); on this session\'s host 2026-12-06 05:00 UTC 90.8 s (decide 69.0 s, p50 0.83 ms; '
+     'section Round speed)',
+     'not met (1.18x off on the sixth pass\'s host, 1.5x on this one)'),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      '2026-12-04 02:19 UTC at `2865326`, the machine otherwise idle, `decide(snap, allocation="exact")` on '
      "`lyra-solver bench decide --servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls (kernels "
      'loaded), two runs: 0.078 s (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms); 0.102 s at '
-     '`8d45a1b` on 2026-12-03 22:55 UTC, idle (section Speed, sixth pass)',
-     'met (1.3x under)'),
+     '`8d45a1b` on 2026-12-03 22:55 UTC, idle (section Speed, sixth pass). The same code on this session\'s host '
+     '(2026-12-06, idle): 0.121-0.213 s in eight processes, the yardsticks of `python -m '
+     'lyra_solver.bench.round_speed` within 10% of each other meanwhile (section Round speed)',
+     'met on the sixth pass\'s host (1.3x under); not met on this one (1.2-2.1x off)'),
     (24, 'parse and validation of that snapshot at most 0.15 s',
      'the same runs, `io.parse_snapshot`: 0.094-0.095 s CPU median; other generated snapshots of that size (seeds '
      '2-5, 30-80% running) at the third pass: median 0.125-0.130 s, worst 0.133 s (section Speed, third to seventh '
-     'passes)',
-     'met'),
+     'passes); this session\'s host: 0.120-0.158 s (section Round speed)',
+     'met on the sixth pass\'s host; at the limit on this one'),
     (25, "best objective at least 1.3x lower mean JCT than `tiresias` on the Pollux workloads (our simulator)",
      "2026-12-03 11:54-12:02 UTC at 92f9355, `lyra-solver simulate --pollux-workload 1..8 --preset pollux-artifact` "
      "against the artifact's exact Tiresias: `lyra --objective hesrpt` (hull greedy) 1.43x geometric mean, 1.44x "
