@@ -11,7 +11,7 @@ the simulator under the policies that use compiled twins. Then it records, besid
 warm for these kernel sources (:func:`lyra_solver.formulations.mckp._numba.mark_warm`).
 
 A process that would load the kernels while the cache is cold starts this module in the background instead
-(:func:`lyra_solver.formulations.mckp._numba.want`) and keeps the numpy twins until it has finished; running it
+(:func:`lyra_solver.formulations.mckp._numba.ready`) and keeps the numpy twins until it has finished; running it
 by hand after an installation makes the first simulation take the compiled path from its first rounds. The
 answers never depend on the path, only the time.
 """
@@ -26,6 +26,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 __all__ = ["main", "warm"]
+
 
 def _mckp() -> None:
     """Exact (core, unbounded and time-limited), greedy and hull solves of every class, small and larger."""

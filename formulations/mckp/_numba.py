@@ -53,6 +53,7 @@ written (a read-only installation without ``NUMBA_CACHE_DIR``), the cache is tak
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -97,10 +98,18 @@ _WARM_PROCS: list = []  # the warm-up this process started (its Popen)
 def numba_available() -> bool:
     """Whether numba is installed and not disabled by the environment variable ``LYRA_NO_NUMBA``.
 
-    Depends on the installation only (never on what ran before in the process); imports nothing.
+    Depends on the installation only (never on what ran before in the process); imports nothing. The
+    installation is looked up once per process (``find_spec`` costs about 40 us, and :func:`want` asks at every
+    solve while a cold cache is being compiled in the background); the variable is read at every call.
     """
     if os.environ.get("LYRA_NO_NUMBA"):
         return False
+    return _numba_installed()
+
+
+@functools.cache
+def _numba_installed() -> bool:
+    """Whether numba can be imported (its module spec is found), looked up once."""
     import importlib.util
 
     return importlib.util.find_spec("numba") is not None
