@@ -55,12 +55,13 @@ from lyra_solver.formulations.vocabulary import (
 )
 from lyra_solver.steps import STEPS, RoundState, Settings
 from lyra_solver.steps._state import Cluster
+from lyra_solver.steps.decision import Changes, changes_of
 from lyra_solver.steps.pack import pack
 from lyra_solver.types import Decision, PackingGroup, Snapshot
 from lyra_solver.validate import check_keep_packing, validate_snapshot
 from lyra_solver.values import BACKENDS
 
-__all__ = ["OPTION_VALUES", "Settings", "decide", "decide_built", "settings_of"]
+__all__ = ["OPTION_VALUES", "Settings", "changes_built", "decide", "decide_built", "settings_of"]
 
 log = logging.getLogger(__name__)
 
@@ -254,9 +255,57 @@ def _settings(snapshot: Snapshot, values: tuple) -> dict:
     return dict(fields)
 
 
+@_collector_paused
+def changes_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocation: Allocation | None = None,
+                  reclaim: ReclaimOption | None = None, placement: PlacementOption | None = None,
+                  time_limit: float | None = None, backend: str = "auto", deterministic: bool = False,
+                  objective: Objective | None = None) -> Changes:
+    """What :func:`decide_built`'s decision changes, without the decision: the jobs whose placement it changes
+    (each one's placement after it, by server id), the servers reclaimed and the servers loaned
+    (:func:`lyra_solver.steps.decision.changes_of`: the same placements, the same lists).
+
+    For a caller that holds every job's placement itself and carries out only the changes (the simulator):
+    assembling the decision of every job is the round's largest step after the scale step on a few hundred
+    jobs, and that caller then compares every job's decision with its placement again. No packing (step 6):
+    ``snapshot.options.packing`` must be ``off``. The snapshot is taken as valid, as by :func:`decide_built`.
+
+    Raises
+    ------
+    InputError
+        An option outside its vocabulary, or packing asked for.
+    TypeError
+        ``snapshot`` is not a :class:`Snapshot`.
+    """
+    if not isinstance(snapshot, Snapshot):
+        raise TypeError(f"changes_built: snapshot must be a lyra_solver.Snapshot, got {type(snapshot).__name__}")
+    t0 = time.perf_counter()
+    state, settings = _run_steps(snapshot, t0, queue=queue, allocation=allocation, reclaim=reclaim,
+                                 placement=placement, packing=None, time_limit=time_limit, backend=backend,
+                                 deterministic=deterministic, packing_policy=None, keep_packing=(),
+                                 objective=objective)
+    if settings.packing != "off":
+        raise InputError("options.packing", f"changes_built takes no packing, got {settings.packing!r}")
+    return changes_of(state)
+
+
 def _decide(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placement, packing, time_limit,
             timings: bool, backend: str, deterministic: bool, packing_policy, keep_packing, objective) -> Decision:
     """The round on a snapshot taken as valid (options still checked); ``t0``: when the call began."""
+    state, settings = _run_steps(snapshot, t0, queue=queue, allocation=allocation, reclaim=reclaim,
+                                 placement=placement, packing=packing, time_limit=time_limit, backend=backend,
+                                 deterministic=deterministic, packing_policy=packing_policy,
+                                 keep_packing=keep_packing, objective=objective)
+    decision = pack(state, settings)
+    if timings:  # step 6 included
+        summary = msgspec.structs.replace(decision.summary, time_s=round(time.perf_counter() - t0, 6))
+        decision = msgspec.structs.replace(decision, summary=summary)
+    return decision
+
+
+def _run_steps(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placement, packing, time_limit,
+               backend: str, deterministic: bool, packing_policy, keep_packing,
+               objective) -> tuple[RoundState, Settings]:
+    """Steps 1-5 on a snapshot taken as valid (options checked here): the round state and the settings."""
     fields = _settings(snapshot, (queue, allocation, reclaim, placement, packing, time_limit, backend, packing_policy,
                                   objective))
     if fields["objective"] != OBJECTIVES[0]:
@@ -275,11 +324,7 @@ def _decide(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placem
         state = RoundState(**done)
         if logged:
             _log_step(name, state, settings)
-    decision = pack(state, settings)
-    if timings:  # step 6 included
-        summary = msgspec.structs.replace(decision.summary, time_s=round(time.perf_counter() - t0, 6))
-        decision = msgspec.structs.replace(decision, summary=summary)
-    return decision
+    return state, settings
 
 
 def _log_step(name: str, state: RoundState, settings: Settings) -> None:

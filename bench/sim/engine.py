@@ -46,6 +46,7 @@ import gc
 import heapq
 import logging
 import math
+import operator
 import os
 import time
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ import msgspec
 import numpy as np
 from lyra_solver.apply import apply_decision, placements_after
 from lyra_solver.formulations.mckp import _numba as _mckp_numba
-from lyra_solver.pipeline import decide, decide_built
+from lyra_solver.pipeline import changes_built, decide, decide_built
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import Job, PackingProfile, ProfileThroughput, TableThroughput
 
@@ -314,6 +315,9 @@ def _time_kernels():
     return _nbtime
 
 
+_ID = operator.attrgetter("id")
+
+
 def _placed_anew(jobs, decided, by_id: dict) -> list[tuple[Job, dict | None]]:
     """The jobs of a snapshot (no packing) whose placement after the decision ``decided`` (job id -> decision)
     is not the one shown, with that placement: :func:`lyra_solver.apply.placements_after`'s rule (the shown
@@ -388,6 +392,9 @@ class _Sim:
         self._top: np.ndarray | None = None  # self.top as an array (top_rows)
         self._fresh = True  # the SimJob records hold the running jobs' work and attained service of now
         self._quiet_reads = type(policy).quiet_round is not _BasePolicy.quiet_round
+        # rounds decided as their changes alone (_round_changes): nothing of the whole decision is read
+        self._changes_only = (not cfg.check and policy.packing == "off" and policy.shows_held()
+                              and type(policy).after_round is _BasePolicy.after_round)
         self._next: tuple[float, float] | None = None  # (t, the next completion at t) until a row changes
         # the compiled twins of the time loops (._nbtime) once numba's kernels are loaded (None: not yet; False:
         # never, LYRA_SIM_NUMPY set or numba not importable)
@@ -798,13 +805,16 @@ class _Sim:
         if self.cfg.check and list(self.active) != sorted(self.active):
             raise DecisionRejected(f"round at t={t}: the active jobs are not in arrival order")
         snap, hidden = pol.snapshot(self, t, self.state)
+        kwargs = pol.decide_kwargs(self, self.state)
+        if self._changes_only and kwargs.get("packing", "off") == "off":
+            self._round_changes(t, snap, hidden, kwargs)
+            return
         t0 = time.perf_counter()
         # the snapshot is the simulator's own (its configuration, its checked trace, placements of decisions
         # carried out): not validated again, except with ``check``, where every round goes through ``decide``
         # deterministic limits (DESIGN "Conventions"): with wall-clock ones an exact step that hits its limit on a
         # loaded machine answers otherwise, and the same replay gave other bytes (lyra-exact, 6.30 against 6.25 h)
-        decision = (decide if self.cfg.check else decide_built)(snap, deterministic=True,
-                                                                **pol.decide_kwargs(self, self.state))
+        decision = (decide if self.cfg.check else decide_built)(snap, deterministic=True, **kwargs)
         m.decide_ms.append((time.perf_counter() - t0) * 1e3)
         if self.cfg.check:
             from lyra_solver.check import check_decision, format_violations
@@ -833,8 +843,29 @@ class _Sim:
                 raise DecisionRejected(f"round at t={t}: the jobs moved are not those placements_after moves")
             moves = every if moves is None else moves
         pol.after_round(self, t, self.state, decision)
+        self._carry_out(t, moves, hidden, decision.servers.reclaim, decision.servers.loan, decision.packing,
+                        guest_of, packs, held, decision)
+
+    def _round_changes(self, t: float, snap, hidden: set, kwargs: dict) -> None:
+        """A round whose decision is taken as its changes alone (:func:`lyra_solver.pipeline.changes_built`): for
+        a policy without packing that shows every job with the placement it holds, whose ``after_round`` does
+        nothing, without ``check`` (:attr:`_changes_only`). The same placements carried out as from the whole
+        decision (the jobs it moves, in job order, with the very mappings of its ``run`` entries)."""
+        t0 = time.perf_counter()
+        ch = changes_built(snap, deterministic=True, **kwargs)
+        self.metrics.decide_ms.append((time.perf_counter() - t0) * 1e3)
+        jobs = snap.jobs
+        self.shown = dict(zip(map(_ID, jobs), jobs, strict=True))  # this snapshot's jobs by id (Policy.job's)
+        moves = [(jobs[i], new) for i, new in ch.moved]
+        self._carry_out(t, moves, hidden, ch.reclaim, ch.loan, (), {}, False, True, None)
+
+    def _carry_out(self, t: float, moves: list, hidden: set, back, lent, packing, guest_of: dict, packs: bool,
+                   held: bool, decision) -> None:
+        """Carry out a round's decision: the servers reclaimed (``back``) and loaned (``lent``), the jobs that
+        ``moves`` lists with their placement after it (with ``held``, only the jobs placed anew), the packing
+        groups (``guest_of``: each guest's host; ``decision``: the whole decision where it packs)."""
+        pol, m = self.policy, self.metrics
         m.count("rounds")
-        back, lent = decision.servers.reclaim, decision.servers.loan
         for sid in back:
             self.cluster.set_state(sid, "serving")
         for sid in lent:
@@ -845,8 +876,8 @@ class _Sim:
         m.count("loans", len(lent))
         gone = set(back)
         index, jobs = self.index, self.jobs
-        was_at, now_at = _shared_at(self.packing), _shared_at(decision.packing)
-        self.packing = list(decision.packing)
+        was_at, now_at = _shared_at(self.packing), _shared_at(packing)
+        self.packing = list(packing)
         changed = []  # jobs whose allocation may have changed (the others hold exactly what they held)
         for job, new in moves:
             if held and new is job.placement:

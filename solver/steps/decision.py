@@ -4,9 +4,13 @@
 server id, ``preempt`` for a running job not kept, ``wait`` for a queued job not started), the servers reclaimed
 and the borrowed servers that host a worker, and the summary: the JCT reduction of the chosen options, the
 preemptions, and each step's method and status. Running time O(S + J + H).
+
+:func:`changes_of` gives what that decision changes only (the jobs whose placement it changes, the servers
+reclaimed and loaned), for a caller that holds every job's placement itself (the simulator).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import chain, compress, filterfalse
 from operator import attrgetter
 
@@ -16,12 +20,65 @@ from lyra_solver.steps._state import RoundState, worker_counts
 from lyra_solver.types import Decision, FrozenDict, JobDecision, ServerDecision, Summary
 from lyra_solver.values import TIME_CAP, JobOptions, option_value
 
-__all__ = ["decision_of"]
+__all__ = ["Changes", "changes_of", "decision_of"]
 
 
 def decision_of(state: RoundState) -> Decision:
     """The decision of the round's steps 1-5 (no packing; :func:`lyra_solver.steps.pack.pack` adds it)."""
     return _decision(state)
+
+
+@dataclass(frozen=True, eq=False)
+class Changes:
+    """What the decision of steps 1-5 (:func:`decision_of`) changes against its snapshot.
+
+    ``moved``: ``(job index, placement after the decision)`` for each job whose placement the decision changes, in
+    job order: the decision's placement by server id (the very mapping that its ``run`` entry holds) for a job
+    that runs elsewhere than its snapshot placement, ``None`` for a running job that stops (preempted); a job kept
+    where it is, or left waiting, is not listed (:func:`lyra_solver.apply.placements_after`'s rule).
+    ``reclaim`` and ``loan``: the decision's ``servers`` (the same ids, in the same order).
+    """
+
+    moved: tuple[tuple[int, FrozenDict | None], ...]
+    reclaim: list[str]
+    loan: list[str]
+
+
+def changes_of(state: RoundState) -> Changes:
+    """What :func:`decision_of` ``(state)`` changes (:class:`Changes`), without the decision of every job.
+
+    A job whose placement no step replaced (the index view's very dict, or ``None`` for one still queued) is kept:
+    only the others are named. O(J) identity tests, plus O(H log H) for the H entries of the placements that
+    steps replaced."""
+    cl = state.cluster
+    snap = cl.snap
+    snap_jobs = snap.jobs
+    before_all = cl.placement
+    ids: list[str] | None = None
+    moved = []
+    hosts: set[int] = set()  # the servers of the placements made this round (only they can host a borrowed one)
+    for j, (p, before) in enumerate(zip(state.placed.placement, before_all, strict=True)):
+        if p is before and (p or p is None):  # kept where the snapshot shows it, or still waiting
+            continue
+        shown = snap_jobs[j].placement
+        if p:
+            if ids is None:
+                ids = [s.id for s in snap.servers]
+            hosts.update(p)
+            named = _named(p, ids)
+            if named != shown:  # equal: the decision runs it where it is (its servers in another order)
+                moved.append((j, named))
+        elif shown is not None:  # a running job (even on an empty placement) that runs no more
+            moved.append((j, None))
+    borrowed = state.borrowed
+    if borrowed or state.reclaimed.servers:
+        if ids is None:
+            ids = [s.id for s in snap.servers]
+        loan = [ids[s] for s in borrowed if s in hosts]
+        reclaim = [ids[s] for s in state.reclaimed.servers]
+    else:
+        loan, reclaim = [], []
+    return Changes(tuple(moved), reclaim, loan)
 
 
 def _value_of(state: RoundState, j: int, w: int, row: int) -> float:

@@ -36,7 +36,7 @@ def _replay_comparing(monkeypatch, specs, pol, cfg) -> int:
     """Replay with every round's snapshot also built afresh (no struct shown again, the servers listed anew, on
     a copy of the policy's state); returns the rounds compared."""
     passed = []
-    for name in ("decide", "decide_built"):
+    for name in ("decide", "decide_built", "changes_built"):
         real = getattr(engine, name)
 
         def spy(snap, *a, _real=real, **k):

@@ -171,6 +171,78 @@ def test_decide_built_is_decide_on_valid_snapshots(servers, jobs, seed, allocati
     assert io.encode(decide_built(typed, allocation=allocation, queue=queue, deterministic=True)) == want
 
 
+def _changes_are_the_decisions(data: bytes, **kw) -> None:
+    """changes_built on the snapshot ``data`` names exactly what decide_built's decision changes: the jobs
+    apply.placements_after moves (in job order, with the decision's placements), its reclaim and loan lists."""
+    import msgspec
+    from lyra_solver.apply import placements_after
+    from lyra_solver.pipeline import changes_built, decide_built
+    from lyra_solver.types import Snapshot
+
+    snap = msgspec.json.decode(data, type=Snapshot)
+    decision = decide_built(snap, deterministic=True, **kw)
+    after = placements_after(snap, decision)
+    want = [(i, a) for i, (job, a) in enumerate(zip(snap.jobs, after, strict=True)) if a is not job.placement]
+    ch = changes_built(snap, deterministic=True, **kw)
+    assert [i for i, _ in ch.moved] == [i for i, _ in want]
+    for (i, got), (_, a) in zip(ch.moved, want, strict=True):
+        assert got == a and (got is None) is (a is None)
+        if got is not None:  # the run entry's placement: the same servers in the same order
+            assert list(got.items()) == list(decision.jobs[snap.jobs[i].id].placement.items())
+    assert list(ch.reclaim) == list(decision.servers.reclaim) and list(ch.loan) == list(decision.servers.loan)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(servers=st.integers(1, 60), jobs=st.integers(0, 150), seed=st.integers(0, 2**31 - 1),
+       running=st.floats(0, 1), reclaim=st.integers(0, 6),
+       allocation=st.sampled_from(["exact", "greedy", "hull"]), queue=st.sampled_from(["sjf", "fifo", "las"]),
+       placement=st.sampled_from(["bfd", "exact"]), objective=st.sampled_from(["jct-reduction", "srpt"]))
+def test_changes_built_names_what_the_decision_changes(servers, jobs, seed, running, reclaim, allocation, queue,
+                                                       placement, objective):
+    """The simulator's round without the decision (pipeline.changes_built) carries out the same placements and
+    servers as the whole decision, on small rounds (one pass over every job) ..."""
+    data = io.encode(generate_snapshot(servers=servers, jobs=jobs, seed=seed, running_share=running,
+                                       reclaim=reclaim))
+    _changes_are_the_decisions(data, allocation=allocation, queue=queue, placement=placement, objective=objective)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_changes_built_on_a_large_round(seed):
+    """... and on large ones (the decision's loop over the running jobs only, decision._ARRAYS_MIN_JOBS)."""
+    from lyra_solver.steps.decision import _ARRAYS_MIN_JOBS
+
+    data = io.encode(generate_snapshot(servers=300, jobs=_ARRAYS_MIN_JOBS + 500, seed=seed, running_share=0.6,
+                                       reclaim=4))
+    _changes_are_the_decisions(data, allocation="greedy")
+
+
+def test_changes_built_loans_only_servers_that_host():
+    """A borrowed server that hosts no worker (4 GPUs, workers of 8) is not loaned, by either path."""
+    data = json.dumps({"format_version": 1, "servers": [
+        {"id": "t0", "pool": "training", "gpus": 8},
+        {"id": "i0", "pool": "inference", "gpus": 4, "state": "idle"},
+        {"id": "i1", "pool": "inference", "gpus": 8, "state": "idle"}], "jobs": [
+        {"id": "a", "min_workers": 1, "max_workers": 4, "remaining_work": 1e6, "gpus_per_worker": 8,
+         "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}, "placement": {"t0": 1}},
+        {"id": "b", "min_workers": 1, "max_workers": 1, "remaining_work": 1e5, "gpus_per_worker": 8,
+         "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}}]}).encode()
+    assert decide(io.parse_snapshot(data)).servers.loan == ("i1",)
+    _changes_are_the_decisions(data)
+
+
+def test_changes_built_takes_no_packing():
+    """Packing (step 6) needs the whole decision: changes_built refuses it, from the options or an argument."""
+    from lyra_solver.errors import InputError
+    from lyra_solver.pipeline import changes_built
+
+    snap = io.parse_snapshot(io.encode(generate_snapshot(servers=2, jobs=3, seed=0, options={"packing": "gimbal"})))
+    with pytest.raises(InputError) as err:
+        changes_built(snap)
+    assert err.value.path == "options.packing"
+    with pytest.raises(TypeError, match="must be a lyra_solver.Snapshot"):
+        changes_built({"format_version": 1, "servers": [], "jobs": []})
+
+
 def test_decide_built_still_checks_its_arguments():
     from lyra_solver.errors import InputError
     from lyra_solver.pipeline import decide_built
