@@ -46,7 +46,6 @@ import gc
 import heapq
 import logging
 import math
-import operator
 import os
 import time
 from dataclasses import dataclass, field
@@ -313,9 +312,6 @@ def _time_kernels():
     except ImportError:
         return None
     return _nbtime
-
-
-_ID = operator.attrgetter("id")
 
 
 def _placed_anew(jobs, decided, by_id: dict) -> list[tuple[Job, dict | None]]:
@@ -855,7 +851,7 @@ class _Sim:
         ch = changes_built(snap, deterministic=True, **kwargs)
         self.metrics.decide_ms.append((time.perf_counter() - t0) * 1e3)
         jobs = snap.jobs
-        self.shown = dict(zip(map(_ID, jobs), jobs, strict=True))  # this snapshot's jobs by id (Policy.job's)
+        self.shown = {job.id: job for job in jobs}  # this snapshot's jobs by id (Policy.job's)
         moves = [(jobs[i], new) for i, new in ch.moved]
         self._carry_out(t, moves, hidden, ch.reclaim, ch.loan, (), {}, False, True, None)
 
