@@ -265,8 +265,9 @@ def changes_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, alloca
     (:func:`lyra_solver.steps.decision.changes_of`: the same placements, the same lists).
 
     For a caller that holds every job's placement itself and carries out only the changes (the simulator):
-    assembling the decision of every job is the round's largest step after the scale step on a few hundred
-    jobs, and that caller then compares every job's decision with its placement again. No packing (step 6):
+    assembling the decision of every job was about a sixth of such a round on a few hundred jobs, and that caller
+    then compared every job's decision with its placement again. Nor are the steps' reports made in full
+    (:attr:`~lyra_solver.steps.Settings.reports`: the greedy allocation finds no LP bound). No packing (step 6):
     ``snapshot.options.packing`` must be ``off``. The snapshot is taken as valid, as by :func:`decide_built`.
 
     Raises
@@ -282,7 +283,7 @@ def changes_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, alloca
     state, settings = _run_steps(snapshot, t0, queue=queue, allocation=allocation, reclaim=reclaim,
                                  placement=placement, packing=None, time_limit=time_limit, backend=backend,
                                  deterministic=deterministic, packing_policy=None, keep_packing=(),
-                                 objective=objective)
+                                 objective=objective, reports=False)
     if settings.packing != "off":
         raise InputError("options.packing", f"changes_built takes no packing, got {settings.packing!r}")
     return changes_of(state)
@@ -303,16 +304,17 @@ def _decide(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placem
 
 
 def _run_steps(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placement, packing, time_limit,
-               backend: str, deterministic: bool, packing_policy, keep_packing,
-               objective) -> tuple[RoundState, Settings]:
-    """Steps 1-5 on a snapshot taken as valid (options checked here): the round state and the settings."""
+               backend: str, deterministic: bool, packing_policy, keep_packing, objective,
+               reports: bool = True) -> tuple[RoundState, Settings]:
+    """Steps 1-5 on a snapshot taken as valid (options checked here): the round state and the settings.
+    ``reports``: whether the steps' reports are read (:attr:`Settings.reports`)."""
     fields = _settings(snapshot, (queue, allocation, reclaim, placement, packing, time_limit, backend, packing_policy,
                                   objective))
     if fields["objective"] != OBJECTIVES[0]:
         _check_ages(snapshot, fields["objective"])
     # the exact steps share the round's time limit (each gets what is left), or use deterministic limits
     fields.update(deterministic=bool(deterministic), deadline=t0 + fields["time_limit"],
-                  keep_packing=tuple(keep_packing))
+                  keep_packing=tuple(keep_packing), reports=reports)
     settings = Settings(**fields)
     # each step's result added to the state so far (a new RoundState each time, built from the results by name:
     # what dataclasses.replace does, without its pass over the fields)

@@ -60,6 +60,9 @@ class Settings:
     #: the previous decision's ``packing`` (from Python only): guests that may keep their host GPUs (step 6)
     keep_packing: tuple[PackingGroup, ...] = ()
     objective: str = "jct-reduction"  # the value table's formula (lyra_solver.objectives)
+    #: whether the steps' reports (objective, bound, gap) are read: ``False`` for a caller that reads the
+    #: placements alone (:func:`lyra_solver.pipeline.changes_built`); the greedy allocation then finds no bound
+    reports: bool = True
 
     @property
     def compact_growth(self) -> bool:

@@ -19,6 +19,7 @@ from operator import attrgetter
 import numpy as np
 from lyra_solver.formulations import SolveResult, relative_gap
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+from lyra_solver.formulations.mckp.greedy import greedy_choice
 from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
 from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD, OBJECTIVES
 from lyra_solver.objectives import JOINT_ADMISSION, horizons, preempt_values, wait_values
@@ -98,6 +99,13 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     problem = MCKPProblem.from_table(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
                                      table.sizes[elastic], capacity)
     method = ALLOCATION_METHOD[settings.allocation]
+    if method == "greedy" and not settings.reports and not thinned and problem.capacity >= 0:
+        # nobody reads the report: the greedy's choice without its LP bound (the same choice; each class's
+        # lightest item weighs 0, within the capacity, and the values are finite: what solve_mckp checks)
+        choice = greedy_choice(problem)
+        lo = table.min_workers[elastic]
+        targets[elastic if rows is None else rows[elastic]] = np.clip(lo + choice, lo, lo + table.sizes[elastic] - 1)
+        return Scaled(jobs, table, targets, StepReport("mckp-greedy", "feasible"), rows, fixed, held)
     # deterministic: the MCKP core stops on its memory limit only (wall time would make answers load-dependent)
     res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
     if res.choice is None:

@@ -339,6 +339,33 @@ def test_greedy_compiled_declines_what_it_does_not_cover() -> None:
     assert solve_greedy(p, use_numba=True).choice == solve_greedy(p, use_numba=False).choice
 
 
+@pytest.mark.parametrize("kernels", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_choice_is_solve_greedys_choice(seed, kernels, monkeypatch) -> None:
+    """greedy_choice (the simulator's greedy without the LP bound) makes solve_greedy's choice on every path:
+    numpy (kernels not loaded), the compiled kernel, and the numpy fallback of a class whose weights do not
+    strictly increase (which the compiled kernel declines)."""
+    from lyra_solver.formulations.mckp import _numba
+    from lyra_solver.formulations.mckp.greedy import greedy_choice, solve_greedy
+
+    if kernels:
+        pytest.importorskip("numba")
+        assert _numba.load()
+    else:
+        monkeypatch.setattr("lyra_solver.formulations.mckp.greedy.loaded", lambda: False)
+        monkeypatch.setattr("lyra_solver.formulations.mckp.greedy.want", lambda n: False)
+    rng = np.random.default_rng(seed)
+    n, m = 120, 8
+    sizes = rng.integers(1, m + 1, n)
+    w = np.cumsum(rng.integers(1, 4, (n, m)), axis=1) - 1
+    if seed % 2:  # some classes with a repeated weight: the compiled kernel declines the whole problem
+        w[: n // 4, 2:] = w[: n // 4, 1:-1]
+    v = np.cumsum(rng.normal(5.0, 10.0, (n, m)), axis=1)
+    p = MCKPProblem.from_padded(w, v, sizes, int(0.4 * w[np.arange(n), sizes - 1].sum()))
+    got = greedy_choice(p)
+    assert got.dtype == np.int64 and tuple(got.tolist()) == solve_greedy(p).choice
+
+
 def test_greedy_matches_priority_queue_definition() -> None:
     """The sort-based greedy equals the textbook frontier greedy with a priority queue."""
     import heapq

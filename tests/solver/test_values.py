@@ -11,10 +11,10 @@ from lyra_solver.values import JobOptions, value_table, value_table_scalar
 
 
 @st.composite
-def job_options(draw):
+def job_options(draw, kinds=("power", "table", "profile")):
     lo = draw(st.integers(1, 12))
     hi = draw(st.integers(lo, lo + 40))
-    kind = draw(st.sampled_from(["power", "table", "profile"]))
+    kind = draw(st.sampled_from(kinds))
     if kind == "power":
         tp = PowerThroughput(rate_per_worker=draw(st.floats(0.1, 1e4)), exponent=draw(st.floats(0.05, 1.0)))
     elif kind == "table":
@@ -125,6 +125,45 @@ def test_times_at_is_the_tables_cell_bit_for_bit(jobs, server_gpus, data):
                          [j.remaining_work for j in profiles],
                          np.array([j.gpus_per_worker for j in profiles], np.int64), server_gpus=server_gpus)
         assert np.array_equal(again, got[keep], equal_nan=True)
+
+
+def _read_once_is_the_same(jobs, server_gpus, counts):
+    from types import SimpleNamespace
+
+    from lyra_solver.values import _kinds, read_columns, times_at
+
+    structs = [SimpleNamespace(throughput=j.throughput, remaining_work=j.remaining_work, submit_time=i * 0.5)
+               for i, j in enumerate(jobs)]
+    read = read_columns(structs)
+    tps = [j.throughput for j in jobs]
+    assert all(a is b for a, b in zip(read.throughputs, tps, strict=True))
+    assert np.array_equal(read.submit_time, [s.submit_time for s in structs])
+    assert np.array_equal(read.remaining_work, [j.remaining_work for j in jobs])
+    assert np.array_equal(read.kinds, _kinds(tps)) and read.kinds.dtype == np.int8
+    gpw = np.array([j.gpus_per_worker for j in jobs], np.int64)
+    want = times_at(tps, np.array(counts, np.int64), [j.remaining_work for j in jobs], gpw, server_gpus=server_gpus)
+    got = times_at(read.throughputs, np.array(counts, np.int64), read.remaining_work, gpw, server_gpus=server_gpus,
+                   read=read)
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobs=st.lists(job_options(), min_size=0, max_size=40), server_gpus=st.sampled_from([4, 8, 16]),
+       data=st.data())
+def test_times_at_on_columns_read_once_is_the_same(jobs, server_gpus, data):
+    """The admission of a large queue reads the sjf key's columns in one pass (values.read_columns): the same
+    columns, and the same floats from times_at, as the separate passes, every kind mixed ..."""
+    _read_once_is_the_same(jobs, server_gpus, [data.draw(st.integers(j.min_workers, j.max_workers)) for j in jobs])
+
+
+@settings(max_examples=20, deadline=None)
+@given(jobs=st.lists(job_options(kinds=("table",)), min_size=16, max_size=30), server_gpus=st.sampled_from([4, 8, 16]),
+       at_min=st.booleans(), data=st.data())
+def test_times_at_on_columns_read_once_is_the_same_for_many_tables(jobs, server_gpus, at_min, data):
+    """... and with enough measured tables for the batched interpolation (values._INTERP_ROWS_MIN), at each
+    job's base demand (the key's count: a table's first point or not) or anywhere in its range."""
+    counts = [j.min_workers if at_min else data.draw(st.integers(j.min_workers, j.max_workers)) for j in jobs]
+    _read_once_is_the_same(jobs, server_gpus, counts)
 
 
 @st.composite
