@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to seventh passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
+    Section("Speed, third to eighth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
             path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
@@ -79,33 +79,32 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "2026-12-02 18:26-18:28 UTC, the same runs: 253 -> 781, 183 -> 300, 346 -> 475 req/s at concurrency 8 from "
      "1 to 2 workers (1.37-3.09x; 1.45-2.04x at 14:47 UTC on the earlier host) (section Service)", "met"),
     (24, 'the 10,000-job Philly run under `lyra` (64 + 32 servers) in at most 8 s on 2 cores',
-     '2026-12-04 02:20 UTC at `2865326`, `lyra-solver simulate --max-work 0 --trace ../shared/data/philly/philly.csv '
-     '--limit 10000 --load ../shared/data/alibaba/genai_qps.csv --training-servers 64 --inference-servers 32 '
-     '--interval 300 --policy lyra`: 13.4 s wall (11.8 CPU s in the replay; decide 8.8 s, p50 0.63 ms a round); '
-     '14.8-14.9 s at `8a75ee0`; the same summary.json and CSVs (section Speed, sixth pass). With numba\'s cache '
-     'cold (a new checkout) 2026-12-06: 42.2 s compiling in its rounds, 32.0 s since the background warm-up, '
-     '13.7-18.6 s warm; `python -m lyra_solver.bench.round_speed --sim --full` at 05:00 UTC: 16.9 s (section Round '
-     'speed)',
-     'not met (1.7x off on the sixth pass\'s host, 1.7-2.3x on this one)'),
+     '2026-12-06 07:01 UTC at `1091eeb`, `python -m lyra_solver.bench.round_speed --sim --full` (`lyra-solver simulate '
+     '--max-work 0 --trace ../shared/data/philly/philly.csv --limit 10000 --load ../shared/data/alibaba/genai_qps.csv '
+     '--training-servers 64 --inference-servers 32 --interval 300 --policy lyra`): 10.9 s replay wall (11.0 CPU s; '
+     'decide 8.0 s, p50 0.56 ms a round; command 13.1 s), against 13.8 s for the code before the eighth pass two '
+     'minutes later; the same summary.json and CSVs (sections Round speed, Speed eighth pass). The sixth pass\'s host: '
+     '13.4 s at `2865326`. With numba\'s cache cold (a new checkout, seventh pass): 42.2 s compiling in its rounds, '
+     '32.0 s since the background warm-up',
+     'not met (1.37x off on this session\'s host; 1.7x on the sixth pass\'s before the eighth pass)'),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
-     '2026-12-04 02:21 UTC at `2865326`, the command of section Simulation, Speed: 70.7 s wall (68.0 CPU s in the '
-     'replay, decide 52.0 s, p50 0.66 ms; 74.9 s at `8a75ee0`, 87.3 s at `38693fc`); the same summary.json and CSVs '
-     '(section Speed, sixth pass); on this session\'s host 2026-12-06 05:00 UTC 90.8 s (decide 69.0 s, p50 0.83 ms; '
-     'section Round speed)',
-     'not met (1.18x off on the sixth pass\'s host, 1.5x on this one)'),
+     'the same run: 66.3 s replay wall (66.4 CPU s, decide 49.0 s over 75,583 rounds, p50 0.60 ms; command 70.2 s), '
+     'against 83.9 s for the code before the eighth pass; the same summary.json (sections Round speed, Speed eighth '
+     'pass). The sixth pass\'s host: 70.7 s at `2865326`',
+     'not met (1.11x off on this session\'s host)'),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
-     '2026-12-04 02:19 UTC at `2865326`, the machine otherwise idle, `decide(snap, allocation="exact")` on '
-     "`lyra-solver bench decide --servers 12500 --jobs 50000`'s snapshot, CPU median of 5 warm calls (kernels "
-     'loaded), two runs: 0.078 s (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms); 0.102 s at '
-     '`8d45a1b` on 2026-12-03 22:55 UTC, idle (section Speed, sixth pass). The same code on this session\'s host '
-     '(2026-12-06, idle): 0.121-0.213 s in eight processes, the yardsticks of `python -m '
-     'lyra_solver.bench.round_speed` within 10% of each other meanwhile (section Round speed)',
-     'met on the sixth pass\'s host (1.3x under); not met on this one (1.2-2.1x off)'),
+     'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
+     'snapshot, CPU median of 5 warm calls (kernels loaded): 0.114 s, against 0.138 s for the code before the eighth '
+     'pass (admit 36-40 ms against 44-55 in four alternating processes each; section Speed, eighth pass). The sixth '
+     'pass\'s host: 0.078 s at `2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), '
+     'idle; this host within the seventh pass\'s hour 0.121-0.213 s, under the same yardsticks (section Round speed)',
+     'met on the sixth pass\'s host (1.3x under); not met on this one (1.14x off)'),
     (24, 'parse and validation of that snapshot at most 0.15 s',
-     'the same runs, `io.parse_snapshot`: 0.094-0.095 s CPU median; other generated snapshots of that size (seeds '
-     '2-5, 30-80% running) at the third pass: median 0.125-0.130 s, worst 0.133 s (section Speed, third to seventh '
-     'passes); this session\'s host: 0.120-0.158 s (section Round speed)',
-     'met on the sixth pass\'s host; at the limit on this one'),
+     'the same run, `io.parse_snapshot`: 0.117 s CPU median (0.135 s two minutes later; 0.120-0.158 s within the '
+     'seventh pass\'s hour); the sixth pass\'s host 0.094-0.095 s; other generated snapshots of that size (seeds '
+     '2-5, 30-80% running) at the third pass: median 0.125-0.130 s, worst 0.133 s (section Speed, third to eighth '
+     'passes)',
+     'met (0.78-0.90x on this session\'s host; 0.63x on the sixth pass\'s)'),
     (25, "best objective at least 1.3x lower mean JCT than `tiresias` on the Pollux workloads (our simulator)",
      "2026-12-03 11:54-12:02 UTC at 92f9355, `lyra-solver simulate --pollux-workload 1..8 --preset pollux-artifact` "
      "against the artifact's exact Tiresias: `lyra --objective hesrpt` (hull greedy) 1.43x geometric mean, 1.44x "
