@@ -156,71 +156,59 @@ def solve_greedy(problem: MCKPProblem, *, time_limit: float | None = None,
     far from the optimum (it may stall below a dip of the marginal ratio), which the reported gap exposes.
     """
     start = time.perf_counter()
-    numpy_path = _numpy_path(problem, use_numba)
-    if use_numba is not False and not numpy_path:
-        compiled = _compiled(problem)
-        if compiled is not None:
-            choice, bound = compiled
-            return make_result(problem, choice, bound, proven=False, start=start, method="greedy",
-                               backend_status="greedy")
-    red = undominated(problem)
-    pos = greedy_positions(red, problem.capacity, use_numba=use_numba)
-    lp = lp_relaxation(red, upper_hull(red), problem.capacity)
-    choice = red.items[np.arange(problem.n_classes), pos]
-    if numpy_path:
-        charge(time.perf_counter() - start)
-    return make_result(problem, choice, lp.bound, proven=False, start=start, method="greedy",
+    choice, bound = _greedy(problem, use_numba, with_bound=True)
+    return make_result(problem, choice, bound, proven=False, start=start, method="greedy",
                        backend_status="greedy")
 
 
 def greedy_choice(problem: MCKPProblem) -> np.ndarray:
     """The choice of :func:`solve_greedy` alone (item index per class, int64), without its LP bound, status and
     result: for a caller that reports none of them (the simulator's rounds through
-    :func:`lyra_solver.pipeline.changes_built`). The same choice by the same paths (the compiled
-    ``greedy_choice`` kernel where :func:`solve_greedy` takes it, else :func:`greedy_positions`); the bound, which
-    that caller would not read, was about half of the greedy's time on the simulator's tables (49 of 117 us, the
-    result's assembly 30 more).
+    :func:`lyra_solver.pipeline.changes_built`). The same choice by the same paths (:func:`_greedy`); the bound,
+    which that caller would not read, was about half of the greedy's time on the simulator's tables (49 of 117 us,
+    the result's assembly 30 more).
 
     ``problem`` must be one that :func:`~lyra_solver.formulations.mckp.solve_mckp` dispatches (at least one class,
     the lightest items within the capacity, finite numbers): no check is made here. Running time
     :math:`O(N \\log N)` for ``N`` items.
     """
+    return _greedy(problem, None, with_bound=False)[0]
+
+
+def _greedy(problem: MCKPProblem, use_numba: bool | None, *, with_bound: bool) -> tuple[np.ndarray, float | None]:
+    """The greedy's choice and (``with_bound``) its LP bound: by the compiled kernels (:func:`_compiled`) when the
+    load rules of :mod:`._numba` take them (``use_numba``: :func:`greedy_positions`'), else by numpy; numpy time
+    is charged to the ski rental."""
     start = time.perf_counter()
-    numpy_path = _numpy_path(problem, None)
-    if not numpy_path:
-        choice, ok = kernels().greedy_choice(problem.weights, problem.values, problem.sizes, problem.capacity)
-        if ok:
-            return choice
-    red = undominated(problem)
-    choice = red.items[np.arange(problem.n_classes), greedy_positions(red, problem.capacity)]
-    if numpy_path:
-        charge(time.perf_counter() - start)
-    return choice
-
-
-def _numpy_path(problem: MCKPProblem, use_numba: bool | None) -> bool:
-    """Whether the greedy runs on numpy for ``problem`` by the load rules of :mod:`._numba` (``use_numba``:
-    :func:`greedy_positions`'): the kernels are not loaded and the problem is not one to load them for (or they
-    cannot be loaded)."""
     numpy_path = use_numba is None and not loaded()
     if numpy_path and want(problem.n_items):  # a long-running caller (the simulator) loads the kernels once
         numpy_path = kernels() is None
-    return numpy_path
+    if use_numba is not False and not numpy_path:
+        compiled = _compiled(problem, with_bound=with_bound)
+        if compiled is not None:
+            return compiled
+    red = undominated(problem)
+    choice = red.items[np.arange(problem.n_classes), greedy_positions(red, problem.capacity, use_numba=use_numba)]
+    bound = lp_relaxation(red, upper_hull(red), problem.capacity).bound if with_bound else None
+    if numpy_path:
+        charge(time.perf_counter() - start)
+    return choice, bound
 
 
-
-def _compiled(problem: MCKPProblem) -> tuple[np.ndarray, float] | None:
+def _compiled(problem: MCKPProblem, *, with_bound: bool = True) -> tuple[np.ndarray, float | None] | None:
     """The greedy's choice and LP bound by the compiled kernels: ``greedy_choice``, then the exact core's hulls
     (``prepare_hulls``) and LP by slopes (:func:`lp_flat` over ``lp_levels``), the numbers of the numpy path: the
     same choice, and the bound of :func:`lp_relaxation` (the same hull vertices and float expressions). ``None``
     when the kernels are not available or ``greedy_choice`` does not apply (a class whose weights do not
-    strictly increase)."""
+    strictly increase). ``with_bound=False``: the choice alone (``None`` for the bound)."""
     nb = kernels()
     if nb is None:
         return None
     choice, ok = nb.greedy_choice(problem.weights, problem.values, problem.sizes, problem.capacity)
     if not ok:
         return None
+    if not with_bound:
+        return choice, None
     start, items, hw, hv, srt, _vmax, _integral = nb.prepare_hulls(problem.weights, problem.values, problem.sizes)
     lp = lp_flat(FlatHulls(start, items, hw, hv, srt), problem.capacity, levels_fn=nb.lp_levels)
     return (choice, lp.bound) if lp.feasible else None

@@ -102,16 +102,14 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     if method == "greedy" and not settings.reports and not thinned and problem.capacity >= 0:
         # nobody reads the report: the greedy's choice without its LP bound (the same choice; each class's
         # lightest item weighs 0, within the capacity, and the values are finite: what solve_mckp checks)
-        choice = greedy_choice(problem)
-        lo = table.min_workers[elastic]
-        targets[elastic if rows is None else rows[elastic]] = np.clip(lo + choice, lo, lo + table.sizes[elastic] - 1)
-        return Scaled(jobs, table, targets, StepReport("mckp-greedy", "feasible"), rows, fixed, held)
-    # deterministic: the MCKP core stops on its memory limit only (wall time would make answers load-dependent)
-    res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
-    if res.choice is None:
-        log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
-        res = solve_mckp(problem, method="hull")
-    choice = np.asarray(res.choice, dtype=np.int64)
+        res, choice = None, greedy_choice(problem)
+    else:
+        # deterministic: the MCKP core stops on its memory limit only (wall time would make answers load-dependent)
+        res = solve_mckp(problem, method=method, time_limit=None if settings.deterministic else settings.left())
+        if res.choice is None:
+            log.warning("allocation %s gave %s; falling back to the convex-hull greedy", method, res.status)
+            res = solve_mckp(problem, method="hull")
+        choice = np.asarray(res.choice, dtype=np.int64)
     lo = table.min_workers[elastic]
     if thinned:
         base, step, _ = option_grid([opts[i] for i in elastic.tolist()])
@@ -119,7 +117,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         targets[elastic] = np.clip(base + choice * step, lo, top)
     else:  # every row is min..max by single workers (option_grid's base min, step 1, sizes max - min + 1)
         targets[elastic if rows is None else rows[elastic]] = np.clip(lo + choice, lo, lo + table.sizes[elastic] - 1)
-    report = StepReport.of(res, method=f"mckp-{res.method}")
+    report = StepReport("mckp-greedy", "feasible") if res is None else StepReport.of(res, method=f"mckp-{res.method}")
     if thinned and settings.objective != OBJECTIVES[0]:  # the LP bound is Lyra's value's: no proven bound here
         value = _true_value(opts, table, elastic.tolist(), targets[elastic], cl.server_gpus)
         report = StepReport(f"mckp-{res.method}-thinned", "feasible", value, None, None)
