@@ -259,7 +259,7 @@ def _settings(snapshot: Snapshot, values: tuple) -> dict:
 def changes_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocation: Allocation | None = None,
                   reclaim: ReclaimOption | None = None, placement: PlacementOption | None = None,
                   time_limit: float | None = None, backend: str = "auto", deterministic: bool = False,
-                  objective: Objective | None = None) -> Changes:
+                  objective: Objective | None = None, index: Cluster | None = None) -> Changes:
     """What :func:`decide_built`'s decision changes, without the decision: the jobs whose placement it changes
     (each one's placement after it, by server id), the servers reclaimed and the servers loaned
     (:func:`lyra_solver.steps.decision.changes_of`: the same placements, the same lists).
@@ -270,6 +270,11 @@ def changes_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, alloca
     (:attr:`~lyra_solver.steps.Settings.reports`: the greedy allocation finds no LP bound). No packing (step 6):
     ``snapshot.options.packing`` must be ``off``. The snapshot is taken as valid, as by :func:`decide_built`.
 
+    ``index``: the snapshot's index view where the caller keeps its job columns across rounds
+    (:meth:`lyra_solver.steps._state.Cluster.given`, equal to what
+    :meth:`~lyra_solver.steps._state.Cluster.of` makes of the snapshot, as it does when ``index`` is ``None``):
+    a simulator round then visits no job in Python to index it.
+
     Raises
     ------
     InputError
@@ -279,11 +284,13 @@ def changes_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, alloca
     """
     if not isinstance(snapshot, Snapshot):
         raise TypeError(f"changes_built: snapshot must be a lyra_solver.Snapshot, got {type(snapshot).__name__}")
+    if index is not None and index.snap is not snapshot:
+        raise ValueError("changes_built: index is the index view of another snapshot")
     t0 = time.perf_counter()
     state, settings = _run_steps(snapshot, t0, queue=queue, allocation=allocation, reclaim=reclaim,
                                  placement=placement, packing=None, time_limit=time_limit, backend=backend,
                                  deterministic=deterministic, packing_policy=None, keep_packing=(),
-                                 objective=objective, reports=False)
+                                 objective=objective, reports=False, index=index)
     if settings.packing != "off":
         raise InputError("options.packing", f"changes_built takes no packing, got {settings.packing!r}")
     return changes_of(state)
@@ -305,9 +312,10 @@ def _decide(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placem
 
 def _run_steps(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, placement, packing, time_limit,
                backend: str, deterministic: bool, packing_policy, keep_packing, objective,
-               reports: bool = True) -> tuple[RoundState, Settings]:
+               reports: bool = True, index: Cluster | None = None) -> tuple[RoundState, Settings]:
     """Steps 1-5 on a snapshot taken as valid (options checked here): the round state and the settings.
-    ``reports``: whether the steps' reports are read (:attr:`Settings.reports`)."""
+    ``reports``: whether the steps' reports are read (:attr:`Settings.reports`); ``index``: the snapshot's index
+    view, if the caller has it."""
     fields = _settings(snapshot, (queue, allocation, reclaim, placement, packing, time_limit, backend, packing_policy,
                                   objective))
     if fields["objective"] != OBJECTIVES[0]:
@@ -318,7 +326,7 @@ def _run_steps(snapshot: Snapshot, t0: float, *, queue, allocation, reclaim, pla
     settings = Settings(**fields)
     # each step's result added to the state so far (a new RoundState each time, built from the results by name:
     # what dataclasses.replace does, without its pass over the fields)
-    done = {"cluster": Cluster.of(snapshot)}
+    done = {"cluster": Cluster.of(snapshot) if index is None else index}
     state = RoundState(**done)
     logged = log.isEnabledFor(logging.INFO)
     for name, step in STEPS:

@@ -60,6 +60,7 @@ from lyra_solver.types import Job, PackingProfile, ProfileThroughput, TableThrou
 
 from .cluster import Cluster
 from .jobs import SimJob
+from .kept import Kept
 from .metrics import Metrics
 from .packing import _shared_at, packed_rates
 from .policies import Policy
@@ -365,7 +366,8 @@ class _Sim:
         self.modelled = any(s.model is not None for s in self.specs)  # jobs of the Pollux artifact's model
         self.suffix: dict[tuple, float] = {}
         # the jobs of the last snapshot decided, by id: a policy shows a job's struct again when nothing it is
-        # built from changed (Policy.job); the active jobs' arrival indices by id
+        # built from changed (Policy.job; empty while _kept keeps them by arrival index); the active jobs' arrival
+        # indices by id
         self.shown: dict[str, Job] = {}
         self.index: dict[str, int] = {}
         self.oracles: dict[int, tuple] = {}  # a Pollux-model job's oracle table and what it was computed from
@@ -391,6 +393,13 @@ class _Sim:
         # rounds decided as their changes alone (_round_changes): nothing of the whole decision is read
         self._changes_only = (not cfg.check and policy.packing == "off" and policy.shows_held()
                               and type(policy).after_round is _BasePolicy.after_round)
+        # the snapshot and its index view kept across rounds (.kept) where every round is decided as its changes
+        # and the policy's snapshot rules are the base ones (every active job in arrival order, with the placement
+        # it holds), for jobs without the Pollux model (whose throughput changes with their epoch); ``shown`` is
+        # then kept there, by arrival index, and stays empty here
+        base = all(getattr(type(policy), name) is getattr(_BasePolicy, name)
+                   for name in ("snapshot", "job", "build", "servers", "decide_kwargs"))
+        self._kept = Kept(len(self.specs)) if self._changes_only and base and not self.modelled else None
         self._next: tuple[float, float] | None = None  # (t, the next completion at t) until a row changes
         # the compiled twins of the time loops (._nbtime) once numba's kernels are loaded (None: not yet; False:
         # never, LYRA_SIM_NUMPY set or numba not importable)
@@ -636,6 +645,9 @@ class _Sim:
             self._release(j)
             j.host = None
             j.placement = None
+            if self._kept is not None:
+                self._kept.placed(i, None)
+                self._kept.gone(i)
             self.metrics.allocated(j, t)
             del self.active[i]
             del self.index[j.spec.id]
@@ -748,6 +760,8 @@ class _Sim:
 
     def _hold(self, j: SimJob, placement: dict[str, int]) -> None:
         j.placement = placement
+        if self._kept is not None:
+            self._kept.placed(j.idx, placement)
         j.workers = sum(placement.values())
         j.rate = self._solo_rate(j)
         j.train_gpus, j.inf_gpus = self.cluster.split(placement)
@@ -758,6 +772,8 @@ class _Sim:
         """Job ``j`` stops running: its GPUs are released and it makes no progress until started again."""
         self._release(j)
         j.placement, j.workers, j.rate = None, 0, 0.0
+        if self._kept is not None:
+            self._kept.placed(i, None)
         self._run_remove(i, j)
 
     def _preempted(self, j: SimJob, t: float, *, resumed_now: bool = False) -> None:
@@ -800,6 +816,9 @@ class _Sim:
         self.sync()
         if self.cfg.check and list(self.active) != sorted(self.active):
             raise DecisionRejected(f"round at t={t}: the active jobs are not in arrival order")
+        if self._kept is not None:
+            self._round_changes(t, self._kept.snapshot(pol, self, t), set(), {})
+            return
         snap, hidden = pol.snapshot(self, t, self.state)
         kwargs = pol.decide_kwargs(self, self.state)
         if self._changes_only and kwargs.get("packing", "off") == "off":
@@ -847,11 +866,14 @@ class _Sim:
         a policy without packing that shows every job with the placement it holds, whose ``after_round`` does
         nothing, without ``check`` (:attr:`_changes_only`). The same placements carried out as from the whole
         decision (the jobs it moves, in job order, with the very mappings of its ``run`` entries)."""
-        t0 = time.perf_counter()
-        ch = changes_built(snap, deterministic=True, **kwargs)
+        t0 = time.perf_counter()  # the index view included (decide makes it, too)
+        kept = self._kept
+        index = None if kept is None else kept.view(snap, self.active)
+        ch = changes_built(snap, deterministic=True, index=index, **kwargs)
         self.metrics.decide_ms.append((time.perf_counter() - t0) * 1e3)
         jobs = snap.jobs
-        self.shown = {job.id: job for job in jobs}  # this snapshot's jobs by id (Policy.job's)
+        if kept is None:
+            self.shown = {job.id: job for job in jobs}  # this snapshot's jobs by id (Policy.job's)
         moves = [(jobs[i], new) for i, new in ch.moved]
         self._carry_out(t, moves, hidden, ch.reclaim, ch.loan, (), {}, False, True, None)
 
@@ -953,6 +975,8 @@ class _Sim:
             if j.placement is not None:  # not produced by step 6 (it packs waiting jobs); handled as a preemption
                 self._release(j)
                 j.placement = None
+                if self._kept is not None:
+                    self._kept.placed(i, None)
                 self._preempted(j, t)
             self._started(i, j, t)
         j.host, j.workers = host, workers
@@ -1004,6 +1028,8 @@ class _Sim:
                 _, i = heapq.heappop(arrivals)
                 self.active[i] = self.jobs[i]
                 self.index[self.specs[i].id] = i
+                if self._kept is not None:
+                    self._kept.arrived(i)
                 self.version += 1
                 event = True
             tick = busy and t >= next_tick

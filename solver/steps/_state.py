@@ -32,8 +32,8 @@ from lyra_solver.types import PackingGroup, Snapshot
 from lyra_solver.values import ValueTable
 
 __all__ = ["KIND_IDLE", "KIND_LOANED", "KIND_TRAINING", "Admitted", "Cluster", "Placed", "Reclaimed", "RoundState",
-           "Scaled", "Settings", "StepReport", "queued_jobs", "remember_used", "usable_servers", "used_gpus",
-           "worker_counts"]
+           "Scaled", "Settings", "StepReport", "queued_jobs", "remember_used", "server_index", "usable_servers",
+           "used_gpus", "worker_counts"]
 
 #: Workers per server index of one job (``None``: the job does not run).
 JobPlacement = dict[int, int] | None
@@ -113,10 +113,7 @@ class Cluster:
         read-only arrays, the same values.
         """
         servers, jobs = snap.servers, snap.jobs
-        view = _last_servers
-        if view is None or view[0] is not servers:
-            view = _servers_view(servers)
-        _, sid, gpus, kind, server_gpus = view
+        _, sid, gpus, kind, server_gpus = server_index(servers)
         used = [0] * len(servers)
         placement = []
         add = placement.append
@@ -160,9 +157,37 @@ class Cluster:
         remember_used(cl, cl.placement, np.array(used, np.int64))
         return cl
 
+    @classmethod
+    def given(cls, snap: Snapshot, *, placement: tuple[JobPlacement, ...], held: tuple[int, ...],
+              workers: np.ndarray, gpw: np.ndarray, min_w: np.ndarray, max_w: np.ndarray,
+              used: np.ndarray) -> Cluster:
+        """The index view of ``snap`` from its job columns as a caller that built the snapshot keeps them across
+        rounds (the simulator, :mod:`lyra_solver.bench.sim.index`), with servers indexed as
+        :func:`server_index` of ``snap.servers`` does: each job's placement ``{server index: workers}`` (the
+        same keys in the same order as the snapshot's by server id), the jobs holding one, the workers each
+        holds, the GPUs per worker and the worker range of each job (int64 arrays), and the GPUs the placements
+        use on each server. Taken as :meth:`of` would make them, unchecked (the caller's tests compare the two);
+        the arrays become the view's and read-only. O(S) for a servers tuple seen last time, else O(S) more."""
+        _, sid, gpus, kind, server_gpus = server_index(snap.servers)
+        workers.setflags(write=False)
+        cl = cls(snap=snap, sid=sid, gpus=gpus, kind=kind, gpw=gpw, min_w=min_w, max_w=max_w, placement=placement,
+                 server_gpus=server_gpus, held=held, workers=workers)
+        remember_used(cl, placement, used)
+        return cl
+
 
 #: The last :func:`_servers_view` made (its servers tuple first): snapshots of consecutive rounds often share it
 _last_servers: tuple | None = None
+
+
+def server_index(servers: tuple) -> tuple:
+    """``(servers, sid, gpus, kind, server_gpus)`` of a snapshot's servers, as :meth:`Cluster.of` indexes them
+    (``sid``: server id -> index; arrays read-only): the previous call's when ``servers`` is the same tuple, else
+    made again. O(1) or O(S)."""
+    view = _last_servers
+    if view is None or view[0] is not servers:
+        view = _servers_view(servers)
+    return view
 
 
 def _servers_view(servers: tuple) -> tuple:

@@ -39,7 +39,9 @@ class View(Protocol):
     packing: Sequence[PackingGroup]  # the last decision's packing groups
 
     options: Any  # the snapshot options (lyra_solver.Options)
-    shown: Mapping[str, Job]  # the jobs of the last snapshot decided, by id (Policy.job shows them again)
+    # the jobs of the last snapshot decided, by id (Policy.job shows them again); empty where the engine keeps them
+    # itself, by arrival index (.kept: a policy with the base snapshot rules)
+    shown: Mapping[str, Job]
 
     def throughput(self, app: str) -> Any: ...
     def job_throughput(self, j: Any, lo: int, hi: int) -> Any: ...

@@ -1,0 +1,178 @@
+"""A run's snapshot and its index view, kept across rounds (:class:`Kept`).
+
+Every round the base policy shows every active job, in arrival order, with the placement it holds
+(:meth:`..policies.base.Policy.snapshot`), and ``decide`` indexes that snapshot by position
+(:meth:`lyra_solver.steps._state.Cluster.of`): each job's placement keyed by server index, its workers, GPUs per
+worker and worker range, and the GPUs used on each server. Both are Python passes over every active job, every
+round, although between two rounds only some jobs change: those running (their work and attained service), those
+the last decision moved, and those that arrived or completed.
+
+:class:`Kept` holds the shown job structs and the index columns by arrival index and changes them where the engine
+changes a job (:meth:`Kept.placed`, :meth:`Kept.arrived`, :meth:`Kept.gone`): a round's snapshot is made by the
+policy's rules for those jobs alone (:meth:`Kept.snapshot`), and its index view by C-level gathers over the
+active jobs (:meth:`Kept.view`, given to :func:`lyra_solver.pipeline.changes_built`); the placements are indexed
+again when the servers shown change (an inference server reclaimed or loaned: a new tuple). The engine uses it for
+a policy whose snapshot rules are the base policy's, on jobs without the Pollux model (whose throughput changes
+with their epoch); its tests compare every round's snapshot with the policy's and every view with ``Cluster.of``.
+
+Running time: O(entries) per placement changed; per round O(R + C) Python for R running and C changed jobs and
+O(J) in C for J active jobs, plus O(S + H) Python for S servers and H placement entries when the servers shown
+changed.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import compress, repeat
+from operator import is_not
+from typing import Any
+
+import numpy as np
+from lyra_solver.steps._state import Cluster, server_index
+from lyra_solver.types import Job, Snapshot
+
+from .policies.base import _again, _force
+
+__all__ = ["Kept"]
+
+
+class Kept:
+    """The shown structs and index view's job columns of the jobs of a run, by arrival index (``n`` jobs)."""
+
+    def __init__(self, n: int) -> None:
+        #: the struct each job was last shown as (None: not shown yet, or completed)
+        self.shown: list[Job | None] = [None] * n
+        #: the jobs whose struct may change in the next snapshot besides the running ones (moved, stopped, arrived)
+        self.dirty: set[int] = set()
+        #: each job's placement by server index of :attr:`servers` (None: none)
+        self.at: list[dict[int, int] | None] = [None] * n
+        # GPUs per worker, worker range (-1: not shown yet) and workers held, by arrival index
+        self.gpw = np.full(n, -1, np.int64)
+        self.lo = np.full(n, -1, np.int64)
+        self.hi = np.full(n, -1, np.int64)
+        self.workers = np.zeros(n, np.int64)
+        self.top = np.full(n, -1, np.int64)  # the highest server index of each job's placement (-1: none)
+        self.servers: tuple | None = None  # the servers tuple :attr:`at` and :attr:`used` are indexed by
+        self.sid: dict[str, int] = {}
+        self.used: list[int] = []  # GPUs the placements use on each server of :attr:`servers`
+
+    # ------------------------------------------------------------------------------------------ changes
+    def arrived(self, i: int) -> None:
+        """Job ``i`` is active from now on."""
+        self.dirty.add(i)
+
+    def gone(self, i: int) -> None:
+        """Job ``i`` completed (after :meth:`placed` with ``None``)."""
+        self.shown[i] = None
+        self.dirty.discard(i)
+
+    def placed(self, i: int, placement: Mapping[str, int] | None) -> None:
+        """Job ``i`` holds ``placement`` (by server id; ``None``: nothing) from now on. O(entries)."""
+        self.dirty.add(i)
+        if self.servers is None:  # nothing indexed: the next view indexes every job
+            return
+        at, used = self.at, self.used
+        old = at[i]
+        if old is not None:
+            g = int(self.gpw[i])
+            for s, v in old.items():
+                used[s] -= v * g
+        if placement is None:
+            at[i] = None
+            self.workers[i], self.top[i] = 0, -1
+            return
+        sid = self.sid
+        g = int(self.gpw[i])
+        if g < 0 or not placement.keys() <= sid.keys():  # never shown, or on a server not shown: index again
+            self.servers = None
+            return
+        p = {sid[k]: v for k, v in placement.items()}
+        for s, v in p.items():
+            used[s] += v * g
+        at[i] = p
+        self.workers[i], self.top[i] = sum(p.values()), max(p, default=-1)
+
+    # ------------------------------------------------------------------------------------------ a round
+    def snapshot(self, policy, view, t: float) -> Snapshot:
+        """The round's snapshot by ``policy``'s (the base policy's) rules, on the engine ``view`` whose
+        ``running`` jobs (arrival indices) hold placements: a struct is made again for the running and changed
+        jobs only (:meth:`..policies.base.Policy.snapshot`'s rules, the struct last shown as ``last``); the
+        others are shown as the same struct as before."""
+        active, shown = view.active, self.shown
+        dirty = self.dirty
+        dirty.update(view.running)
+        for i in dirty:
+            j = active.get(i)
+            if j is None:
+                continue
+            last = shown[i]
+            if last is None:
+                shown[i] = policy.job(view, i, j)
+                continue
+            remaining, placement, attained = j.remaining, j.placement, j.attained
+            if last.placement is not placement:
+                shown[i] = _again(last, remaining, placement, attained)
+            elif last.remaining_work is not remaining or not (last.attained_service is attained
+                                                              or last.attained_service == attained):
+                job = shown[i] = last.__copy__()
+                _force(job, "remaining_work", 0.0 if remaining < 0.0 else remaining)
+                _force(job, "attained_service", attained)
+        dirty.clear()
+        servers, reclaim = policy.servers(view)
+        return policy.build(view, t, servers, list(map(shown.__getitem__, active)), reclaim)
+
+    def _index(self, servers: tuple, active: Mapping[int, Any], idx: np.ndarray) -> bool:
+        """Index the active jobs' placements by the servers ``servers`` (the jobs ``idx``, in arrival order):
+        where :attr:`servers` was indexed, only the jobs on a server past the first position that changed (the
+        training servers come first and stay; inference servers come and go behind them), else every job.
+        False where a job holds a server not shown (the caller's ``Cluster.of`` then says so). O(S + J) in C,
+        O(H) Python for the H placement entries indexed again."""
+        sid = server_index(servers)[1]
+        at, gpw, workers, top = self.at, self.gpw, self.workers, self.top
+        old = self.servers
+        if old is None:
+            first, used, redo = 0, [0] * len(servers), active
+        else:
+            first = next((k for k, (a, b) in enumerate(zip(old, servers, strict=False)) if a.id != b.id),
+                         min(len(old), len(servers)))
+            used = self.used[:first] + [0] * (len(servers) - first)
+            redo = idx[top[idx] >= first].tolist()
+        for i in redo:
+            pl = active[i].placement
+            if pl is None:
+                at[i] = None
+                workers[i], top[i] = 0, -1
+                continue
+            if not pl.keys() <= sid.keys():
+                self.servers = None
+                return False
+            p = at[i] = {sid[k]: v for k, v in pl.items()}
+            g = int(gpw[i])
+            n = 0
+            for s, v in p.items():
+                if s >= first:  # the entries before it are counted in used already
+                    used[s] += v * g
+                n += v
+            workers[i], top[i] = n, max(p, default=-1)
+        self.servers, self.sid, self.used = servers, sid, used
+        return True
+
+    def view(self, snap: Snapshot, active: Mapping[int, Any]) -> Cluster | None:
+        """The index view of ``snap``, the snapshot of the ``active`` jobs (arrival index -> job, in arrival
+        order: the snapshot's jobs, each with its ``placement``); None where a job holds a server the snapshot
+        does not show."""
+        n = len(active)
+        idx = np.fromiter(active, np.int64, n)
+        lo = self.lo[idx]
+        new = np.flatnonzero(lo < 0)
+        if new.size:  # jobs shown for the first time: their fixed columns, from the structs shown
+            jobs = snap.jobs
+            for k in new.tolist():
+                job, i = jobs[k], int(idx[k])
+                self.gpw[i], self.lo[i], self.hi[i] = job.gpus_per_worker, job.min_workers, job.max_workers
+            lo = self.lo[idx]
+        if snap.servers is not self.servers and not self._index(snap.servers, active, idx):
+            return None
+        placement = tuple(map(self.at.__getitem__, active))
+        held = tuple(compress(range(n), map(is_not, placement, repeat(None))))
+        return Cluster.given(snap, placement=placement, held=held, workers=self.workers[idx], gpw=self.gpw[idx],
+                             min_w=lo, max_w=self.hi[idx], used=np.array(self.used, np.int64))
