@@ -871,6 +871,8 @@ class _Sim:
         index = None if kept is None else kept.view(snap, self.active)
         ch = changes_built(snap, deterministic=True, index=index, **kwargs)
         self.metrics.decide_ms.append((time.perf_counter() - t0) * 1e3)
+        if index is not None:
+            kept.learn()
         jobs = snap.jobs
         if kept is None:
             self.shown = {job.id: job for job in jobs}  # this snapshot's jobs by id (Policy.job's)

@@ -54,6 +54,11 @@ class Kept:
         self.servers: tuple | None = None  # the servers tuple :attr:`at` and :attr:`used` are indexed by
         self.sid: dict[str, int] = {}
         self.used: list[int] = []  # GPUs the placements use on each server of :attr:`servers`
+        # each job's sjf key while its struct shown is the same (NaN: not known; Cluster.sjf_memo), for the servers'
+        # usual GPU count sjf_gpus; the last view's memo and its jobs, to keep what the round computed (learn)
+        self.sjf = np.full(n, np.nan)
+        self.sjf_gpus = -1
+        self._memo: tuple[np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------------------------------ changes
     def arrived(self, i: int) -> None:
@@ -100,6 +105,7 @@ class Kept:
         active, shown = view.active, self.shown
         dirty = self.dirty
         dirty.update(view.running)
+        self.sjf[np.fromiter(dirty, np.int64, len(dirty))] = np.nan  # their structs may be made again
         for i in dirty:
             j = active.get(i)
             if j is None:
@@ -174,5 +180,18 @@ class Kept:
             return None
         placement = tuple(map(self.at.__getitem__, active))
         held = tuple(compress(range(n), map(is_not, placement, repeat(None))))
+        server_gpus = server_index(snap.servers)[4]
+        if server_gpus != self.sjf_gpus:  # the key depends on it
+            self.sjf.fill(np.nan)
+            self.sjf_gpus = server_gpus
+        memo = self.sjf[idx]
+        self._memo = (idx, memo)
         return Cluster.given(snap, placement=placement, held=held, workers=self.workers[idx], gpw=self.gpw[idx],
-                             min_w=lo, max_w=self.hi[idx], used=np.array(self.used, np.int64))
+                             min_w=lo, max_w=self.hi[idx], used=np.array(self.used, np.int64), sjf_memo=memo)
+
+    def learn(self) -> None:
+        """Keep the sjf keys that the round of the last :meth:`view` computed."""
+        if self._memo is not None:
+            idx, memo = self._memo
+            self.sjf[idx] = memo
+            self._memo = None

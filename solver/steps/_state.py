@@ -102,6 +102,10 @@ class Cluster:
     #: :func:`used_gpus` of the placement tuples asked for so far this round, by ``id`` (each entry holds its
     #: tuple, so the id stays that tuple's): the reclaim, loan, admission and scale steps ask for the same ones
     used_memo: dict[int, tuple[tuple[JobPlacement, ...], np.ndarray]] = field(default_factory=dict, repr=False)
+    #: the ``sjf`` key of each job (its remaining time at ``min_workers``, :func:`lyra_solver.steps.admit.times_at_min`)
+    #: where a caller that keeps the index view across rounds knows it from an earlier one (NaN: not known), or
+    #: ``None``: the admission step reads the known ones and writes in those it computes, for the caller to keep
+    sjf_memo: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
@@ -160,18 +164,20 @@ class Cluster:
     @classmethod
     def given(cls, snap: Snapshot, *, placement: tuple[JobPlacement, ...], held: tuple[int, ...],
               workers: np.ndarray, gpw: np.ndarray, min_w: np.ndarray, max_w: np.ndarray,
-              used: np.ndarray) -> Cluster:
+              used: np.ndarray, sjf_memo: np.ndarray | None = None) -> Cluster:
         """The index view of ``snap`` from its job columns as a caller that built the snapshot keeps them across
         rounds (the simulator, :mod:`lyra_solver.bench.sim.index`), with servers indexed as
         :func:`server_index` of ``snap.servers`` does: each job's placement ``{server index: workers}`` (the
         same keys in the same order as the snapshot's by server id), the jobs holding one, the workers each
         holds, the GPUs per worker and the worker range of each job (int64 arrays), and the GPUs the placements
         use on each server. Taken as :meth:`of` would make them, unchecked (the caller's tests compare the two);
-        the arrays become the view's and read-only. O(S) for a servers tuple seen last time, else O(S) more."""
+        the arrays become the view's and read-only. ``sjf_memo``: :attr:`sjf_memo`, the keys the caller knows
+        (float64, NaN where not), written in by the round. O(S) for a servers tuple seen last time, else O(S)
+        more."""
         _, sid, gpus, kind, server_gpus = server_index(snap.servers)
         workers.setflags(write=False)
         cl = cls(snap=snap, sid=sid, gpus=gpus, kind=kind, gpw=gpw, min_w=min_w, max_w=max_w, placement=placement,
-                 server_gpus=server_gpus, held=held, workers=workers)
+                 server_gpus=server_gpus, held=held, workers=workers, sjf_memo=sjf_memo)
         remember_used(cl, placement, used)
         return cl
 

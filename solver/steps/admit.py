@@ -67,7 +67,7 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
         read = read_columns(jobs)
         submit, min_time = read.submit_time, times_at_min(cl, queued, jobs, at, read)
     elif settings.queue == "sjf":
-        submit, min_time = np.fromiter(map(_SUBMIT, jobs), np.float64, n), times_at_min(cl, queued, jobs, at)
+        submit, min_time = np.fromiter(map(_SUBMIT, jobs), np.float64, n), _min_times(cl, queued, jobs, at)
     else:
         submit, min_time = np.fromiter(map(_SUBMIT, jobs), np.float64, n), None
     order = queue_order(  # each order reads its own key: the others are not computed; floats read into arrays
@@ -238,6 +238,23 @@ def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None, idx: n
                         cl.gpw[idx], server_gpus=cl.server_gpus)
     return times_at(read.throughputs, cl.min_w[idx], read.remaining_work, cl.gpw[idx], server_gpus=cl.server_gpus,
                     read=read)
+
+
+def _min_times(cl: Cluster, queued: list[int], jobs: list, at: np.ndarray) -> np.ndarray:
+    """:func:`times_at_min` of the queued jobs (``jobs`` their structs, ``at`` their indices as an array), those
+    that :attr:`Cluster.sjf_memo` knows read from it, the others computed and written in (a simulator's queued job
+    is shown as the same struct round after round, and its key is the same float). O(Q) in C plus
+    :func:`times_at_min` of the jobs not known."""
+    memo = cl.sjf_memo
+    if memo is None:
+        return times_at_min(cl, queued, jobs, at)
+    got = memo[at]
+    miss = np.isnan(got).nonzero()[0]
+    if miss.size:
+        sub = at[miss]
+        got[miss] = times_at_min(cl, sub.tolist(), list(map(jobs.__getitem__, miss.tolist())), sub)
+        memo[sub] = got[miss]
+    return got
 
 
 _SUBMIT, _ATTAINED = attrgetter("submit_time"), attrgetter("attained_service")

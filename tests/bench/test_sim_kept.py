@@ -10,6 +10,7 @@ from lyra_solver.bench.sim import data_dir, engine, get_policy, kept, load_load_
 from lyra_solver.bench.sim.engine import SimConfig, simulate
 from lyra_solver.bench.sim.policies import POLICIES
 from lyra_solver.steps._state import Cluster, used_gpus
+from lyra_solver.steps.admit import times_at_min
 from lyra_solver.types import Job, Server, Snapshot
 
 DATA = data_dir()
@@ -52,7 +53,7 @@ def test_the_kept_rounds_are_the_changes_only_ones_of_base_snapshots():
 @needs_data
 @pytest.mark.parametrize("policy", KEPT)
 def test_every_kept_snapshot_and_view_is_the_one_built_afresh(policy, monkeypatch):
-    counts = {"views": 0, "snapshots": 0, "indexed": 0}
+    counts = {"views": 0, "snapshots": 0, "indexed": 0, "keys": 0, "keys known": 0}
     last: dict[str, Job] = {}
     real_snapshot, real_index = kept.Kept.snapshot, kept.Kept._index
 
@@ -78,9 +79,15 @@ def test_every_kept_snapshot_and_view_is_the_one_built_afresh(policy, monkeypatc
 
     def changes(snap, *, index=None, **kw):
         assert index is not None
-        _same_view(index, Cluster.of(snap))
+        fresh = Cluster.of(snap)
+        _same_view(index, fresh)
+        known = np.flatnonzero(~np.isnan(index.sjf_memo)).tolist()  # the sjf keys kept: those computed afresh
+        assert index.sjf_memo[known].tolist() == times_at_min(fresh, known).tolist()
         counts["views"] += 1
-        return real_changes(snap, index=index, **kw)
+        counts["keys known"] += len(known)
+        out = real_changes(snap, index=index, **kw)
+        counts["keys"] += int((~np.isnan(index.sjf_memo)).sum()) - len(known)
+        return out
 
     monkeypatch.setattr(kept.Kept, "snapshot", snapshot)
     monkeypatch.setattr(kept.Kept, "_index", index)
@@ -89,6 +96,8 @@ def test_every_kept_snapshot_and_view_is_the_one_built_afresh(policy, monkeypatc
     assert counts["views"] == counts["snapshots"] > 50
     if POLICIES[policy].loan:  # the servers shown changed, and the placements were indexed again
         assert counts["indexed"] > 3
+    if POLICIES[policy].queue == "sjf":  # keys computed in one round and read in later ones
+        assert counts["keys"] > 10 and counts["keys known"] > counts["keys"]
 
 
 @needs_data
@@ -106,6 +115,10 @@ def _snap(servers, jobs) -> Snapshot:
     return Snapshot(format_version=1, servers=tuple(servers), jobs=jobs, now=0.0)
 
 
+def _shown(job_id: str, placement) -> Job:
+    return Job(id=job_id, min_workers=1, max_workers=4, remaining_work=10.0, throughput={1: 1.0}, placement=placement)
+
+
 class _Job:  # what the keeper reads of an engine job
     def __init__(self, placement):
         self.placement = placement
@@ -114,19 +127,17 @@ class _Job:  # what the keeper reads of an engine job
 def test_a_placement_on_a_server_not_shown_is_indexed_again_or_left_to_cluster_of():
     t = [Server(id=f"t{k}", pool="training", gpus=4) for k in range(2)]
     i0 = Server(id="i0", pool="inference", gpus=4, state="loaned")
-    shown = lambda j, pl: Job(id=j, min_workers=1, max_workers=4, remaining_work=10.0,  # noqa: E731
-                              throughput={1: 1.0}, placement=pl)
     k = kept.Kept(3)
     active = {0: _Job({"t1": 2}), 1: _Job(None), 2: _Job({"i0": 1, "t0": 1})}
     servers = (*t, i0)
-    snap = _snap(servers, [shown("a", {"t1": 2}), shown("b", None), shown("c", {"i0": 1, "t0": 1})])
+    snap = _snap(servers, [_shown("a", {"t1": 2}), _shown("b", None), _shown("c", {"i0": 1, "t0": 1})])
     _same_view(k.view(snap, active), Cluster.of(snap))
     # job 1 starts on i0 and t0; job 0 stops
     k.placed(1, {"i0": 2, "t0": 1})
     active[1].placement = {"i0": 2, "t0": 1}
     k.placed(0, None)
     active[0].placement = None
-    snap = _snap(servers, [shown("a", None), shown("b", {"i0": 2, "t0": 1}), shown("c", {"i0": 1, "t0": 1})])
+    snap = _snap(servers, [_shown("a", None), _shown("b", {"i0": 2, "t0": 1}), _shown("c", {"i0": 1, "t0": 1})])
     _same_view(k.view(snap, active), Cluster.of(snap))
     # a server the keeper's servers lack: indexed again at the next view, by the servers then shown
     i1 = Server(id="i1", pool="inference", gpus=4, state="loaned")
@@ -134,11 +145,26 @@ def test_a_placement_on_a_server_not_shown_is_indexed_again_or_left_to_cluster_o
     active[0].placement = {"i1": 1}
     assert k.servers is None
     servers = (*t, i1, i0)  # i1 before i0: every placement on i0 is indexed again
-    snap = _snap(servers, [shown("a", {"i1": 1}), shown("b", {"i0": 2, "t0": 1}), shown("c", {"i0": 1, "t0": 1})])
+    snap = _snap(servers, [_shown("a", {"i1": 1}), _shown("b", {"i0": 2, "t0": 1}), _shown("c", {"i0": 1, "t0": 1})])
     _same_view(k.view(snap, active), Cluster.of(snap))
     # i1 given back (a new tuple without it): the jobs on i0 are indexed again, the one on i1 is not shown's
     servers = (*t, i0)
-    snap = _snap(servers, [shown("a", {"i1": 1}), shown("b", {"i0": 2, "t0": 1}), shown("c", {"i0": 1, "t0": 1})])
+    snap = _snap(servers, [_shown("a", {"i1": 1}), _shown("b", {"i0": 2, "t0": 1}), _shown("c", {"i0": 1, "t0": 1})])
     assert k.view(snap, active) is None
     with pytest.raises(KeyError):
         Cluster.of(snap)
+
+
+def test_the_sjf_keys_kept_are_dropped_when_the_usual_server_size_changes():
+    k = kept.Kept(2)
+    active = {0: _Job(None), 1: _Job(None)}
+    jobs = [_shown("a", None), _shown("b", None)]
+    four = _snap([Server(id=f"t{s}", pool="training", gpus=4) for s in range(2)], jobs)
+    cl = k.view(four, active)
+    assert np.isnan(cl.sjf_memo).all()
+    cl.sjf_memo[:] = [1.0, 2.0]  # what the admission step computed
+    k.learn()
+    assert k.view(four, active).sjf_memo.tolist() == [1.0, 2.0]
+    k.learn()
+    eight = _snap([Server(id=f"t{s}", pool="training", gpus=8) for s in range(2)], jobs)
+    assert np.isnan(k.view(eight, active).sjf_memo).all()  # the key depends on the servers' usual size
