@@ -720,6 +720,17 @@ class _Sim:
             j.remaining = r
             j.attained = a
 
+    def _unsynced(self) -> zip | None:
+        """:meth:`sync` for a caller that brings the running jobs up to now itself, in its own pass over them: the
+        running jobs with their work and attained service of now, each ``(job, remaining, attained)`` to be set
+        (the records count as synced from here on), or ``None`` where they are. O(running jobs) in C."""
+        if self._fresh or not self.vec:  # up to date, or no rows: the records hold it
+            self.sync()
+            return None
+        self._fresh = True
+        n = len(self._slot_jobs)
+        return zip(self._slot_jobs, self._rem[:n].tolist(), self._att[:n].tolist(), strict=True)
+
     def running_rows(self) -> tuple[list[SimJob], np.ndarray, np.ndarray, np.ndarray]:
         """The running jobs by row, and views of their rows' arrival indices, workers and remaining work of now
         (read-only to the caller). O(1)."""
@@ -813,12 +824,12 @@ class _Sim:
     def _round(self, t: float) -> None:
         pol, m = self.policy, self.metrics
         self.version += 1
+        if self._kept is not None:  # synced in the snapshot's pass over the running jobs
+            self._round_changes(t, self._kept.snapshot(pol, self, t, self._unsynced()), set(), {})
+            return
         self.sync()
         if self.cfg.check and list(self.active) != sorted(self.active):
             raise DecisionRejected(f"round at t={t}: the active jobs are not in arrival order")
-        if self._kept is not None:
-            self._round_changes(t, self._kept.snapshot(pol, self, t), set(), {})
-            return
         snap, hidden = pol.snapshot(self, t, self.state)
         kwargs = pol.decide_kwargs(self, self.state)
         if self._changes_only and kwargs.get("packing", "off") == "off":

@@ -97,15 +97,30 @@ class Kept:
         self.workers[i], self.top[i] = sum(p.values()), max(p, default=-1)
 
     # ------------------------------------------------------------------------------------------ a round
-    def snapshot(self, policy, view, t: float) -> Snapshot:
+    def snapshot(self, policy, view, t: float, rows=None) -> Snapshot:
         """The round's snapshot by ``policy``'s (the base policy's) rules, on the engine ``view`` whose
         ``running`` jobs (arrival indices) hold placements: a struct is made again for the running and changed
         jobs only (:meth:`..policies.base.Policy.snapshot`'s rules, the struct last shown as ``last``); the
-        others are shown as the same struct as before."""
-        active, shown = view.active, self.shown
-        dirty = self.dirty
-        dirty.update(view.running)
-        self.sjf[np.fromiter(dirty, np.int64, len(dirty))] = np.nan  # their structs may be made again
+        others are shown as the same struct as before. ``rows``: ``(job, remaining, attained)`` of every running
+        job whose record is to be brought up to now first (the engine's sync, in the same pass), or ``None``:
+        the records are up to date."""
+        active, shown, dirty = view.active, self.shown, self.dirty
+        if dirty:  # their structs may be made again: their sjf keys go (a running job's is never kept: it was
+            # dropped when the job started, and is not asked for while it runs)
+            self.sjf[np.fromiter(dirty, np.int64, len(dirty))] = np.nan
+        if rows is None:  # the running jobs from their records
+            dirty.update(view.running)
+            rows = ()
+        for j, remaining, attained in rows:  # the running jobs, synced (a changed one comes again below: no change)
+            j.remaining, j.attained = remaining, attained
+            last = shown[j.idx]
+            if last.placement is not j.placement:
+                shown[j.idx] = _again(last, remaining, j.placement, attained)
+            elif last.remaining_work is not remaining or not (last.attained_service is attained
+                                                              or last.attained_service == attained):
+                job = shown[j.idx] = last.__copy__()
+                _force(job, "remaining_work", 0.0 if remaining < 0.0 else remaining)
+                _force(job, "attained_service", attained)
         for i in dirty:
             j = active.get(i)
             if j is None:
@@ -169,10 +184,9 @@ class Kept:
         n = len(active)
         idx = np.fromiter(active, np.int64, n)
         lo = self.lo[idx]
-        new = np.flatnonzero(lo < 0)
-        if new.size:  # jobs shown for the first time: their fixed columns, from the structs shown
+        if n and int(lo.min()) < 0:  # jobs shown for the first time: their fixed columns, from the structs shown
             jobs = snap.jobs
-            for k in new.tolist():
+            for k in np.flatnonzero(lo < 0).tolist():
                 job, i = jobs[k], int(idx[k])
                 self.gpw[i], self.lo[i], self.hi[i] = job.gpus_per_worker, job.min_workers, job.max_workers
             lo = self.lo[idx]
