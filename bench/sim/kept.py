@@ -111,7 +111,8 @@ class Kept:
         if rows is None:  # the running jobs from their records
             dirty.update(view.running)
             rows = ()
-        for j, remaining, attained in rows:  # the running jobs, synced (a changed one comes again below: no change)
+        for j, remaining, attained in rows:  # the running jobs, synced (a changed one comes again below: no change);
+            # _again inlined (no call per running job, every round)
             j.remaining, j.attained = remaining, attained
             last = shown[j.idx]
             if last.placement is not j.placement:
@@ -126,17 +127,7 @@ class Kept:
             if j is None:
                 continue
             last = shown[i]
-            if last is None:
-                shown[i] = policy.job(view, i, j)
-                continue
-            remaining, placement, attained = j.remaining, j.placement, j.attained
-            if last.placement is not placement:
-                shown[i] = _again(last, remaining, placement, attained)
-            elif last.remaining_work is not remaining or not (last.attained_service is attained
-                                                              or last.attained_service == attained):
-                job = shown[i] = last.__copy__()
-                _force(job, "remaining_work", 0.0 if remaining < 0.0 else remaining)
-                _force(job, "attained_service", attained)
+            shown[i] = policy.job(view, i, j) if last is None else _again(last, j.remaining, j.placement, j.attained)
         dirty.clear()
         servers, reclaim = policy.servers(view)
         return policy.build(view, t, servers, list(map(shown.__getitem__, active)), reclaim)
