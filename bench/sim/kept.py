@@ -75,26 +75,33 @@ class Kept:
         self.dirty.add(i)
         if self.servers is None:  # nothing indexed: the next view indexes every job
             return
-        at, used = self.at, self.used
-        old = at[i]
+        old, used = self.at[i], self.used
         if old is not None:
             g = int(self.gpw[i])
             for s, v in old.items():
                 used[s] -= v * g
+        if (placement is not None and self.gpw[i] < 0) or not self._put(i, placement, self.sid, used, 0):
+            self.servers = None  # never shown, or on a server not shown: the next view indexes every job
+
+    def _put(self, i: int, placement: Mapping[str, int] | None, sid: dict[str, int], used: list[int],
+             first: int) -> bool:
+        """Job ``i``'s placement by the server indices ``sid``, its workers and highest server; its GPUs on the
+        servers from ``first`` on added to ``used``. False where it holds a server ``sid`` lacks. O(entries)."""
         if placement is None:
-            at[i] = None
+            self.at[i] = None
             self.workers[i], self.top[i] = 0, -1
-            return
-        sid = self.sid
+            return True
+        if not placement.keys() <= sid.keys():
+            return False
+        p = self.at[i] = {sid[k]: v for k, v in placement.items()}
         g = int(self.gpw[i])
-        if g < 0 or not placement.keys() <= sid.keys():  # never shown, or on a server not shown: index again
-            self.servers = None
-            return
-        p = {sid[k]: v for k, v in placement.items()}
+        n = 0
         for s, v in p.items():
-            used[s] += v * g
-        at[i] = p
-        self.workers[i], self.top[i] = sum(p.values()), max(p, default=-1)
+            if s >= first:
+                used[s] += v * g
+            n += v
+        self.workers[i], self.top[i] = n, max(p, default=-1)
+        return True
 
     # ------------------------------------------------------------------------------------------ a round
     def snapshot(self, policy, view, t: float, rows=None) -> Snapshot:
@@ -139,32 +146,18 @@ class Kept:
         False where a job holds a server not shown (the caller's ``Cluster.of`` then says so). O(S + J) in C,
         O(H) Python for the H placement entries indexed again."""
         sid = server_index(servers)[1]
-        at, gpw, workers, top = self.at, self.gpw, self.workers, self.top
         old = self.servers
         if old is None:
             first, used, redo = 0, [0] * len(servers), active
         else:
             first = next((k for k, (a, b) in enumerate(zip(old, servers, strict=False)) if a.id != b.id),
                          min(len(old), len(servers)))
-            used = self.used[:first] + [0] * (len(servers) - first)
-            redo = idx[top[idx] >= first].tolist()
+            used = self.used[:first] + [0] * (len(servers) - first)  # the entries before it are counted already
+            redo = idx[self.top[idx] >= first].tolist()
         for i in redo:
-            pl = active[i].placement
-            if pl is None:
-                at[i] = None
-                workers[i], top[i] = 0, -1
-                continue
-            if not pl.keys() <= sid.keys():
+            if not self._put(i, active[i].placement, sid, used, first):
                 self.servers = None
                 return False
-            p = at[i] = {sid[k]: v for k, v in pl.items()}
-            g = int(gpw[i])
-            n = 0
-            for s, v in p.items():
-                if s >= first:  # the entries before it are counted in used already
-                    used[s] += v * g
-                n += v
-            workers[i], top[i] = n, max(p, default=-1)
         self.servers, self.sid, self.used = servers, sid, used
         return True
 

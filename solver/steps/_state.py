@@ -105,6 +105,7 @@ class Cluster:
     #: the ``sjf`` key of each job (its remaining time at ``min_workers``, :func:`lyra_solver.steps.admit.times_at_min`)
     #: where a caller that keeps the index view across rounds knows it from an earlier one (NaN: not known), or
     #: ``None``: the admission step reads the known ones and writes in those it computes, for the caller to keep
+    #: (below 2,000 queued jobs, ``admit._READ_ONCE_MIN``: above it the key's columns are read in one pass anyway)
     sjf_memo: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
@@ -166,7 +167,7 @@ class Cluster:
               workers: np.ndarray, gpw: np.ndarray, min_w: np.ndarray, max_w: np.ndarray,
               used: np.ndarray, sjf_memo: np.ndarray | None = None) -> Cluster:
         """The index view of ``snap`` from its job columns as a caller that built the snapshot keeps them across
-        rounds (the simulator, :mod:`lyra_solver.bench.sim.index`), with servers indexed as
+        rounds (the simulator, :mod:`lyra_solver.bench.sim.kept`), with servers indexed as
         :func:`server_index` of ``snap.servers`` does: each job's placement ``{server index: workers}`` (the
         same keys in the same order as the snapshot's by server id), the jobs holding one, the workers each
         holds, the GPUs per worker and the worker range of each job (int64 arrays), and the GPUs the placements
