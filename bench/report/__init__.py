@@ -85,7 +85,9 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      'decide 6.9 s, p50 0.49 ms a round; command 12.1 s), against 11.4 s for the code before the ninth pass four '
      'minutes earlier; at the pass\'s last commit (`1d2355c`) 11.1 and 10.6 s in busier stretches, and alternating '
      'with the code before 9.1-11.9 against 10.7-12.7 s; the same summary.json and CSVs (sections Round speed, Speed '
-     'ninth pass). The sixth pass\'s host: 13.4 s at `2865326`. With numba\'s cache cold (a new checkout, seventh '
+     'ninth pass). The ninth pass on other workloads: 10,000 jobs from 2017-11-01 2-3% slower (nearly every job '
+     'runs), from 2017-12-01 1-5% faster, the README slice under mapping seed 2 17-20% faster. The sixth pass\'s '
+     'host: 13.4 s at `2865326`. With numba\'s cache cold (a new checkout, seventh '
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
      'not met (1.22-1.39x off on this session\'s host; 1.7x on the sixth pass\'s before the eighth pass)'),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
