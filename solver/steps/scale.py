@@ -19,7 +19,7 @@ from operator import attrgetter
 import numpy as np
 from lyra_solver.formulations import SolveResult, relative_gap
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
-from lyra_solver.formulations.mckp.greedy import greedy_choice
+from lyra_solver.formulations.mckp.greedy import greedy_choice, table_choice
 from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
 from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD, OBJECTIVES
 from lyra_solver.objectives import JOINT_ADMISSION, horizons, preempt_values, wait_values
@@ -94,11 +94,21 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     targets = table.min_workers.copy() if rows is None else cl.min_w[run]
     if elastic.size == 0:
         return Scaled(jobs, table, targets, StepReport("none", "optimal", 0.0, 0.0, 0.0), rows, fixed, held)
+    method = ALLOCATION_METHOD[settings.allocation]
+    if method == "greedy" and not settings.reports and rows is not None and capacity >= 0:
+        # Lyra's table (every row has a choice: elastic is every row) and nobody reads the report: the greedy's
+        # choice by its kernel, without the problem (None: the kernels are not loaded, or it leaves the table to
+        # the path below)
+        choice = table_choice(table.weights, np.where(np.isfinite(table.values), table.values, 0.0), table.sizes,
+                              capacity)
+        if choice is not None:
+            lo = table.min_workers
+            targets[rows] = np.clip(lo + choice, lo, lo + table.sizes - 1)
+            return Scaled(jobs, table, targets, StepReport("mckp-greedy", "feasible"), rows, fixed, held)
     values = table.values[elastic]
     # the table's own arrays (int64 weights >= 0, sizes >= 1, values finite once the padding's -inf are 0)
     problem = MCKPProblem.from_table(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
                                      table.sizes[elastic], capacity)
-    method = ALLOCATION_METHOD[settings.allocation]
     if method == "greedy" and not settings.reports and not thinned and problem.capacity >= 0:
         # nobody reads the report: the greedy's choice without its LP bound (the same choice; each class's
         # lightest item weighs 0, within the capacity, and the values are finite: what solve_mckp checks)
@@ -358,20 +368,25 @@ def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, c
         charged &= ~gave
     if backend != "numpy" and resolve_backend(backend, len(jobs) * (int((top - lo).max()) + 1)) != "numpy":
         return None  # value_table's choice of backend, on the whole table
-    run = list(map(cl.snap.jobs.__getitem__, jobs))
-    pen = np.fromiter(map(_RESTART, run), np.float64, len(run))
-    pen[~charged] = 0.0
-    fixed = 0.0 - pen * ((cur > 0) & (lo != cur))  # the table's T(min) - T(min) - penalty x restart, at min
+    # the job structs are read for the table's rows and the restarts only (about a third of the jobs on the
+    # simulator's rounds): a job with one option and no restart charged has the value 0 at min
+    get = cl.snap.jobs.__getitem__
+    restart = (charged & (lo != cur)).nonzero()[0]  # charged: running (cur > 0) and untouched
+    fixed = np.zeros(len(jobs))  # the table's T(min) - T(min) - penalty x restart, at min
+    if restart.size:
+        fixed[restart] = 0.0 - np.fromiter(map(_RESTART, map(get, idx[restart].tolist())), np.float64, restart.size)
     rows = (top > lo).nonzero()[0]
     if rows.size == 0:
         empty = np.zeros((0, 1))
         none = np.zeros(0, np.int64)
         return ValueTable(empty, empty.astype(np.int64), empty, none, none.copy()), rows, fixed
-    if rows.size < len(run):
-        run = list(map(run.__getitem__, rows.tolist()))
-        lo, top, g, cur, pen = lo[rows], top[rows], g[rows], cur[rows], pen[rows]
-    table = lyra_table(list(map(_THROUGHPUT, run)), lo, top, g, cur, np.fromiter(map(_WORK, run), np.float64, len(run)),
-                       pen, server_gpus=cl.server_gpus)
+    run = list(map(get, idx[rows].tolist()))
+    pen = np.fromiter(map(_RESTART, run), np.float64, len(run))
+    charged = charged[rows]
+    if not charged.all():
+        pen[~charged] = 0.0
+    table = lyra_table(list(map(_THROUGHPUT, run)), lo[rows], top[rows], g[rows], cur[rows],
+                       np.fromiter(map(_WORK, run), np.float64, len(run)), pen, server_gpus=cl.server_gpus)
     return table, rows, fixed
 
 
