@@ -366,6 +366,38 @@ def test_greedy_choice_is_solve_greedys_choice(seed, kernels, monkeypatch) -> No
     assert got.dtype == np.int64 and tuple(got.tolist()) == solve_greedy(p).choice
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_table_choice_is_greedy_choice_of_the_table(seed, monkeypatch) -> None:
+    """table_choice (the scale step's greedy on Lyra's table, without the problem) chooses what greedy_choice
+    chooses on MCKPProblem.from_table of the same arrays, whatever the padding holds (-inf values and repeated
+    weights there, as the value table pads; it is not read), and declines (None) where the kernel does (a class
+    whose weights repeat) or where the kernels are not loaded."""
+    pytest.importorskip("numba")
+    from lyra_solver.formulations.mckp import _numba
+    from lyra_solver.formulations.mckp.greedy import greedy_choice, table_choice
+
+    assert _numba.load()
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 200)), int(rng.integers(2, 10))
+    sizes = rng.integers(2, m + 1, n)
+    w = np.cumsum(rng.integers(1, 5, (n, m)), axis=1)
+    w -= w[:, :1]  # each class's lightest item weighs 0, as a value table's does
+    v = np.cumsum(rng.normal(5.0, 10.0, (n, m)), axis=1) if seed % 2 else \
+        np.cumsum(rng.integers(-1, 3, (n, m)), axis=1).astype(np.float64)  # ties across and within classes
+    pad = np.arange(m)[None, :] >= sizes[:, None]
+    w[pad] = np.repeat(w[np.arange(n), sizes - 1][:, None], m, axis=1)[pad]  # padding repeats the last option
+    v[pad] = -np.inf
+    cap = int(rng.uniform(0.0, 1.1) * w[np.arange(n), sizes - 1].sum())
+    got = table_choice(w.copy(), np.where(np.isfinite(v), v, 0.0), sizes.copy(), cap)
+    want = greedy_choice(MCKPProblem.from_table(w.copy(), np.where(np.isfinite(v), v, 0.0), sizes.copy(), cap))
+    assert got is not None and got.tolist() == want.tolist()
+    rep = w.copy()
+    rep[0, 1] = rep[0, 0]  # a repeated weight: the kernel declines, greedy_choice's numpy path answers
+    assert table_choice(rep, np.where(np.isfinite(v), v, 0.0), sizes.copy(), cap) is None
+    monkeypatch.setattr("lyra_solver.formulations.mckp.greedy.loaded", lambda: False)
+    assert table_choice(w.copy(), np.where(np.isfinite(v), v, 0.0), sizes.copy(), cap) is None
+
+
 def test_greedy_matches_priority_queue_definition() -> None:
     """The sort-based greedy equals the textbook frontier greedy with a priority queue."""
     import heapq

@@ -218,6 +218,25 @@ def test_changes_built_on_a_large_round(seed):
     _changes_are_the_decisions(data, allocation="greedy")
 
 
+def test_changes_built_with_the_kernels_loaded(monkeypatch):
+    """... and with the numba kernels loaded (the simulator's case), where the scale step takes the greedy's
+    choice of Lyra's table by its kernel without building the problem (greedy.table_choice): the same placements
+    as the whole decision, whose report path builds it, on rounds with free GPUs to scale into."""
+    pytest.importorskip("numba")
+    import lyra_solver.steps.scale as scale_mod
+    from lyra_solver.formulations.mckp import _numba
+
+    assert _numba.load()
+    taken = []
+    real = scale_mod.table_choice
+    monkeypatch.setattr(scale_mod, "table_choice", lambda *a: taken.append(real(*a)) or taken[-1])
+    for seed in range(8):
+        data = io.encode(generate_snapshot(servers=12 + 4 * seed, jobs=20 + 10 * seed, seed=seed, running_share=0.3,
+                                           reclaim=seed % 3))
+        _changes_are_the_decisions(data, allocation="greedy")
+    assert sum(c is not None for c in taken) >= 3  # the path was taken (rounds whose jobs can grow)
+
+
 def test_changes_built_loans_only_servers_that_host():
     """A borrowed server that hosts no worker (4 GPUs, workers of 8) is not loaned, by either path."""
     data = json.dumps({"format_version": 1, "servers": [
