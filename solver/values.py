@@ -480,11 +480,42 @@ def times_at(throughputs: Sequence, workers: np.ndarray, work: np.ndarray, gpus_
     """Remaining time ``T_i(workers[i])`` of each job (its throughput, remaining ``work`` and GPUs per worker), as
     :func:`value_table` computes it (the same floats as the table's cell), without the rest of the table.
     ``read``: the throughputs' columns read already (:func:`read_columns` of their jobs). O(n) array work plus one
-    ``interp`` per ``table`` throughput."""
+    ``interp`` per ``table`` throughput; a few ``profile`` throughputs (at most :data:`_SCALAR_MAX`, such as the
+    jobs new to a simulator round's queue) by one scalar rate each."""
     w = np.asarray(workers, np.int64).reshape(-1, 1)
     gpw = np.asarray(gpus_per_worker, np.int64)
     n = w.shape[0]
     kinds = _kinds(throughputs) if read is None else read.kinds  # read once, for both paths
+    if 0 < n <= _SCALAR_MAX and int(kinds.min()) == _PROFILE:
+        few = _times_scalar(throughputs, w[:, 0].tolist(), np.asarray(work, np.float64).tolist(), gpw.tolist(),
+                            server_gpus)
+        if few is not None:
+            return few
+    return _times_vector(throughputs, w, work, gpw, server_gpus, kinds, read)
+
+
+#: Profile jobs up to which :func:`times_at` takes one scalar rate each (:func:`_times_scalar`): the compiled or
+#: numpy table's fixed cost (about 40-70 us a call in a simulator round) is that of 30 or more scalar rates.
+_SCALAR_MAX = 16
+
+
+def _times_scalar(throughputs: Sequence, workers: list[int], work: list[float], gpw: list[int],
+                  server_gpus: int) -> np.ndarray | None:
+    """:func:`times_at` of ``profile`` throughputs by :func:`~lyra_solver.throughput.rate_one`, the same floats as
+    the table's cell (a measured rate times the workers, ``work`` over it, capped at :data:`TIME_CAP`: the same
+    float operations in the same order; tested on every count). ``None`` where a rate is 0 (the table's division
+    gives ``inf`` or ``nan`` there, Python's raises): the caller takes the table's path. O(n)."""
+    rates = [rate_one(tp, k, gpus_per_worker=g, server_gpus=server_gpus)
+             for tp, k, g in zip(throughputs, workers, gpw, strict=True)]
+    if not all(rates):
+        return None
+    return np.array([min(x / r, TIME_CAP) for x, r in zip(work, rates, strict=True)], np.float64)
+
+
+def _times_vector(throughputs: Sequence, w: np.ndarray, work, gpw: np.ndarray, server_gpus: int, kinds: np.ndarray,
+                  read: ThroughputColumns | None) -> np.ndarray:
+    """:func:`times_at` by the compiled table (every throughput a profile, the kernels loaded) or numpy's."""
+    n = w.shape[0]
     if n:  # the compiled table's first column, when it applies: the same floats
         counts = w[:, 0].copy()
         compiled = _compiled_profile_table(throughputs, counts, counts, gpw, np.zeros(n, np.int64),

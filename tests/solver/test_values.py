@@ -127,6 +127,36 @@ def test_times_at_is_the_tables_cell_bit_for_bit(jobs, server_gpus, data):
         assert np.array_equal(again, got[keep], equal_nan=True)
 
 
+@settings(max_examples=40, deadline=None)
+@given(jobs=st.lists(job_options(kinds=("profile",)), min_size=1, max_size=24),
+       server_gpus=st.sampled_from([4, 8, 16]), data=st.data())
+def test_times_at_of_a_few_profiles_is_the_tables_path(jobs, server_gpus, data):
+    """A few profile jobs (values._SCALAR_MAX, a simulator round's jobs new to the queue) take one scalar rate
+    each: the same floats as the table's paths, numpy's and the compiled one, on every count and work (zero
+    work and huge work capped at TIME_CAP included), and times_at takes it up to _SCALAR_MAX jobs."""
+    import lyra_solver.values as values
+    from lyra_solver.formulations.mckp._numba import load
+
+    counts = np.array([data.draw(st.integers(1, j.max_workers + 3)) for j in jobs], np.int64)
+    work = [data.draw(st.sampled_from([0.0, j.remaining_work, 1e300])) for j in jobs]
+    tps = [j.throughput for j in jobs]
+    gpw = np.array([j.gpus_per_worker for j in jobs], np.int64)
+    kinds = values._kinds(tps)
+    scalar = values._times_scalar(tps, counts.tolist(), work, gpw.tolist(), server_gpus)
+    assert scalar is not None
+    with pytest.MonkeyPatch.context() as mp:  # the numpy table
+        mp.setattr(values, "_numba_loaded", lambda: False)
+        numpy_path = values._times_vector(tps, counts.reshape(-1, 1), work, gpw, server_gpus, kinds, None)
+    assert load()  # the compiled table
+    compiled = values._times_vector(tps, counts.reshape(-1, 1), work, gpw, server_gpus, kinds, None)
+    assert scalar.tobytes() == numpy_path.tobytes() == compiled.tobytes()
+    taken = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(values, "_times_scalar", lambda *a: taken.append(1) or scalar)
+        got = values.times_at(tps, counts, work, gpw, server_gpus=server_gpus)
+    assert got.tobytes() == scalar.tobytes() and bool(taken) is (len(jobs) <= values._SCALAR_MAX)
+
+
 def _read_once_is_the_same(jobs, server_gpus, counts):
     from types import SimpleNamespace
 
