@@ -23,6 +23,7 @@ from itertools import chain, compress, filterfalse
 import numpy as np
 from lyra_solver.formulations import Status
 from lyra_solver.formulations.placement import PlacementProblem, solve_placement
+from lyra_solver.heuristics.placement import bfd_afresh
 from lyra_solver.steps._state import KIND_TRAINING, Placed, RoundState, Settings, StepReport, usable_servers, used_gpus
 from lyra_solver.throughput import rate_one
 from lyra_solver.types import PowerThroughput
@@ -60,6 +61,13 @@ def place(state: RoundState, settings: Settings) -> Placed:
     kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
     # the placement option's heuristic (a row of the placement table), or the exact model's warm start
     heuristic = EXACT_WARM_START if settings.placement == "exact" else settings.placement
+    if heuristic == EXACT_WARM_START and settings.placement != "exact" and not settings.compact_growth:
+        # best fit decreasing afresh by its compiled twin alone (Lyra's rounds): the dicts of what it placed, when
+        # it placed every worker; else (None) the front door below, which also keeps current workers then
+        got = bfd_afresh(**_afresh_arrays(cl, adm, usable, workers, moving, stopped, admitted))
+        if got is not None:
+            return _placed(cl, adm, admitted, moving, stopped, {}, got, StepReport(heuristic, "feasible"),
+                           settings, servers)
     while True:
         problem, out = _place_afresh(cl, adm, usable, workers, moving, stopped, heuristic,
                                      current=settings.placement == "exact", admitted=admitted)
@@ -75,16 +83,26 @@ def place(state: RoundState, settings: Settings) -> Placed:
     report = StepReport(heuristic, "feasible")
     if settings.placement == "exact" and moving:
         per_job, report = _exact_placement(problem, out, per_job, report, settings)
+    # the problem's servers are the cluster's (positions are server indices); best fit decreasing lists Python ints
+    # above 0 only, the placement ILP may list numpy ints and zeros
+    as_listed = report.method == heuristic
+    gots = map(dict, per_job) if as_listed else ({int(s): int(n) for s, n in pairs if n > 0} for pairs in per_job)
+    return _placed(cl, adm, admitted, moving, stopped, kept, gots, report, settings, servers)
+
+
+def _placed(cl, adm, admitted: set[int], moving: list[int], stopped: list[int], kept: dict, gots, report: StepReport,
+            settings: Settings, servers: np.ndarray) -> Placed:
+    """The step's result: the placements after admission with the ``kept`` jobs' restored, the ``stopped`` jobs'
+    taken away and the ``moving`` jobs' ``gots`` (their dicts, in order), a moving job the knapsack did not admit
+    left waiting where it got less than its base demand; with ``Settings.compact_growth`` the others consolidated
+    on the usable ``servers``.
+    O(J) for the result plus O(entries of the moving jobs)."""
     placement = list(adm.placement)
     for j, p in kept.items():
         placement[j] = p
     for j in stopped:
         placement[j] = None
     lows = cl.min_w[np.fromiter(moving, np.int64, len(moving))].tolist()  # the moving jobs' base demands
-    # the problem's servers are the cluster's (positions are server indices); best fit decreasing lists Python ints
-    # above 0 only, the placement ILP may list numpy ints and zeros
-    as_listed = report.method == heuristic
-    gots = map(dict, per_job) if as_listed else ({int(s): int(n) for s, n in pairs if n > 0} for pairs in per_job)
     for j, got, lo in zip(moving, gots, lows, strict=True):
         # a job the knapsack admits that fragmentation leaves below its base demand waits (never run below min)
         placement[j] = got if j in admitted or sum(got.values()) >= lo else None
@@ -161,6 +179,23 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
     O(S + entries of the moving and stopped jobs' placements; the admitted ones' not read where the admission
     counted their GPUs, ``Admitted.taken``) plus the heuristic's. ``targets``: the moving jobs' workers;
     ``admitted``: ``adm.admitted`` as a set, where the caller has it."""
+    arrays = _afresh_arrays(cl, adm, usable, targets, moving, stopped, admitted)
+    before = adm.placement
+    with_current = current or heuristic != EXACT_WARM_START
+    problem = PlacementProblem.trusted(**arrays, **(_current(before, moving) if with_current else {}))
+    # the objective is not read here: evaluate=False spares its O(placement) on the hot path
+    out = solve_placement(problem, method=heuristic, keep_current=False, evaluate=False)
+    if out.status != Status.FEASIBLE:  # afresh left a worker out: keep current workers, as admitted
+        if not with_current:
+            problem = PlacementProblem.trusted(**arrays, **_current(before, moving))
+        out = solve_placement(problem, method=heuristic, evaluate=False)
+    return problem, out
+
+
+def _afresh_arrays(cl, adm, usable, targets, moving, stopped, admitted) -> dict[str, np.ndarray]:
+    """The placement problem's arrays of :func:`_place_afresh` (without current workers): the usable servers' free
+    GPUs once the ``moving`` and ``stopped`` jobs gave theirs back, the loaned servers, the moving jobs' workers
+    (``targets``), base demands and GPUs per worker. O(S + entries of the moving and stopped jobs' placements)."""
     # every job's GPUs after admission (kept from the scale step) less those of the jobs placed afresh or stopped
     # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs). The admitted
     # jobs (every one moves or stops) give back what admission counted for them (``adm.taken``) where it did
@@ -190,18 +225,8 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
         used -= np.bincount(on, weights=gpus, minlength=used.shape[0]).astype(np.int64)
     # the arrays come from the validated snapshot and the steps before: build's arrays without its checks
     at = np.fromiter(moving, np.int64, len(moving))  # one conversion for both gathers
-    arrays = dict(server_free=np.where(usable, cl.gpus - used, 0), server_loaned=cl.kind != 0,
-                  job_workers=targets,
-                  job_base=cl.min_w[at], job_gpus_per_worker=cl.gpw[at])
-    with_current = current or heuristic != EXACT_WARM_START
-    problem = PlacementProblem.trusted(**arrays, **(_current(before, moving) if with_current else {}))
-    # the objective is not read here: evaluate=False spares its O(placement) on the hot path
-    out = solve_placement(problem, method=heuristic, keep_current=False, evaluate=False)
-    if out.status != Status.FEASIBLE:  # afresh left a worker out: keep current workers, as admitted
-        if not with_current:
-            problem = PlacementProblem.trusted(**arrays, **_current(before, moving))
-        out = solve_placement(problem, method=heuristic, evaluate=False)
-    return problem, out
+    return dict(server_free=np.where(usable, cl.gpus - used, 0), server_loaned=cl.kind != 0, job_workers=targets,
+                job_base=cl.min_w[at], job_gpus_per_worker=cl.gpw[at])
 
 
 #: Jobs giving back GPUs from which :func:`_place_afresh` reads their entries by numpy calls instead of a loop.
