@@ -142,22 +142,39 @@ class Kept:
     def _index(self, servers: tuple, active: Mapping[int, Any], idx: np.ndarray) -> bool:
         """Index the active jobs' placements by the servers ``servers`` (the jobs ``idx``, in arrival order):
         where :attr:`servers` was indexed, only the jobs on a server past the first position that changed (the
-        training servers come first and stay; inference servers come and go behind them), else every job.
+        training servers come first and stay; inference servers come and go behind them), their entries keyed
+        again by their servers' new positions (the job's workers unchanged), else every job from its placement.
         False where a job holds a server not shown (the caller's ``Cluster.of`` then says so). O(S + J) in C,
         O(H) Python for the H placement entries indexed again."""
         sid = server_index(servers)[1]
         old = self.servers
         if old is None:
-            first, used, redo = 0, [0] * len(servers), active
-        else:
-            first = next((k for k, (a, b) in enumerate(zip(old, servers, strict=False)) if a.id != b.id),
-                         min(len(old), len(servers)))
-            used = self.used[:first] + [0] * (len(servers) - first)  # the entries before it are counted already
-            redo = idx[self.top[idx] >= first].tolist()
-        for i in redo:
-            if not self._put(i, active[i].placement, sid, used, first):
+            used = [0] * len(servers)
+            for i in active:
+                if not self._put(i, active[i].placement, sid, used, 0):
+                    return False
+            self.servers, self.sid, self.used = servers, sid, used
+            return True
+        first = next((k for k, (a, b) in enumerate(zip(old, servers, strict=False)) if a.id != b.id),
+                     min(len(old), len(servers)))
+        # each old position from the first that changed on: its server's new position (-1: no longer shown); the
+        # placements there are keyed again by it (the same entries in the same order, the same workers), the GPUs
+        # used move with their server
+        remap = [sid.get(s.id, -1) for s in old[first:]]
+        used = self.used[:first] + [0] * (len(servers) - first)  # the entries before it are counted already
+        for p, n in enumerate(self.used[first:]):
+            if n:
+                if remap[p] < 0:  # GPUs held on a server not shown (the caller's Cluster.of says so)
+                    self.servers = None
+                    return False
+                used[remap[p]] = n
+        at, top = self.at, self.top
+        for i in idx[top[idx] >= first].tolist():
+            q = at[i] = {s if s < first else remap[s - first]: v for s, v in at[i].items()}
+            if -1 in q:  # an entry (of no GPUs) on a server not shown
                 self.servers = None
                 return False
+            top[i] = max(q)
         self.servers, self.sid, self.used = servers, sid, used
         return True
 
