@@ -168,12 +168,16 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
     for jobs, ptr, srv, cnt in ((admitted, adm_ptr, adm_srv, adm_cnt), (donors, gave_ptr, gave_srv, gave_cnt)):
         _write_dicts(placement, jobs, ptr, srv, cnt)
     after = tuple(placement)
-    remember_used(cl, after, used + (free - left))  # what admission took, server by server
-    # the admitted jobs' GPUs per server, from the kernel's entries (the place step moves those jobs and gives their
-    # GPUs back without reading their dicts): one counting pass, exact in float64 (each server's GPUs far below
-    # 2**53)
-    gpus = adm_cnt * np.repeat(gpw[adm_job], np.diff(adm_ptr))
-    taken = np.bincount(adm_srv, weights=gpus, minlength=free.shape[0]).astype(i64)
+    took = free - left  # what admission took from the free GPUs, server by server
+    remember_used(cl, after, used + took)
+    # the admitted jobs' GPUs per server (the place step moves those jobs and gives their GPUs back without reading
+    # their dicts): what was taken from the free GPUs where no donor gave (most rounds), else from the kernel's
+    # entries by one counting pass, exact in float64 (each server's GPUs far below 2**53)
+    if donors:
+        gpus = adm_cnt * np.repeat(gpw[adm_job], np.diff(adm_ptr))
+        taken = np.bincount(adm_srv, weights=gpus, minlength=free.shape[0]).astype(i64)
+    else:
+        taken = took
     taken.setflags(write=False)
     return Admitted(after, tuple(admitted), frozenset(donors), taken)
 
