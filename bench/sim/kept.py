@@ -118,17 +118,19 @@ class Kept:
         if rows is None:  # the running jobs from their records
             dirty.update(view.running)
             rows = ()
+        force = _force
         for j, remaining, attained in rows:  # the running jobs, synced (a changed one comes again below: no change);
             # _again inlined (no call per running job, every round)
             j.remaining, j.attained = remaining, attained
-            last = shown[j.idx]
+            i = j.idx
+            last = shown[i]
             if last.placement is not j.placement:
-                shown[j.idx] = _again(last, remaining, j.placement, attained)
+                shown[i] = _again(last, remaining, j.placement, attained)
             elif last.remaining_work is not remaining or not (last.attained_service is attained
                                                               or last.attained_service == attained):
-                job = shown[j.idx] = last.__copy__()
-                _force(job, "remaining_work", 0.0 if remaining < 0.0 else remaining)
-                _force(job, "attained_service", attained)
+                job = shown[i] = last.__copy__()
+                force(job, "remaining_work", 0.0 if remaining < 0.0 else remaining)
+                force(job, "attained_service", attained)
         for i in dirty:
             j = active.get(i)
             if j is None:

@@ -107,6 +107,9 @@ class Cluster:
     #: ``None``: the admission step reads the known ones and writes in those it computes, for the caller to keep
     #: (below 2,000 queued jobs, ``admit._READ_ONCE_MIN``: above it the key's columns are read in one pass anyway)
     sjf_memo: np.ndarray | None = field(default=None, repr=False)
+    #: :func:`usable_servers` of the reclaim results and borrowed servers asked for so far this round, by ``(id,
+    #: borrowed)``: the loan, admission, scale and place steps ask for the same ones
+    usable_memo: dict[tuple, tuple[Reclaimed, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
@@ -422,10 +425,19 @@ def remember_used(cl: Cluster, placement: tuple[JobPlacement, ...], used: np.nda
 
 
 def usable_servers(cl: Cluster, rec: Reclaimed, borrowed: tuple[int, ...]) -> np.ndarray:
-    """Mask of the servers training may use this round: training, loaned and kept, or borrowed."""
+    """Mask of the servers training may use this round: training, loaned and kept, or borrowed; read-only.
+
+    The answer for the reclaim step's result ``rec`` and ``borrowed`` is kept on ``cl`` for the round's later
+    steps (admission, scale and place ask for the same one). O(S) the first time, O(1) after."""
+    key = (id(rec), borrowed)
+    hit = cl.usable_memo.get(key)
+    if hit is not None and hit[0] is rec:
+        return hit[1]
     mask = cl.kind <= KIND_LOANED  # training, or loaned
     if rec.servers:
         mask[list(rec.servers)] = False
     if borrowed:
         mask[list(borrowed)] = True
+    mask.setflags(write=False)
+    cl.usable_memo[key] = (rec, mask)  # the entry holds ``rec``: its id stays that result's
     return mask

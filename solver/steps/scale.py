@@ -80,7 +80,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     # extra workers are within it): a table within the limit that way needs no thinning
     table, opts, thinned, rows, fixed = None, None, False, None, None
     if settings.objective == OBJECTIVES[0] and len(jobs) * (capacity + 1) <= MAX_TABLE_CELLS:
-        lyra = _lyra_table(state, jobs, held, capacity, settings.backend)
+        lyra = _lyra_table(state, jobs, held, capacity, settings.backend, run)
         if lyra is not None:
             table, rows, fixed = lyra
     if table is None:
@@ -345,17 +345,18 @@ _THROUGHPUT, _WORK, _RESTART = (attrgetter(name) for name in ("throughput", "rem
 
 
 def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, capacity: int,
-                backend: str) -> tuple[ValueTable, np.ndarray, np.ndarray] | None:
+                backend: str, idx: np.ndarray | None = None) -> tuple[ValueTable, np.ndarray, np.ndarray] | None:
     """Lyra's value table of the jobs that run with more than one option, the options of :func:`job_options`
     (same ranges, counts and restarts) taken as columns from the index view's arrays
     (:func:`lyra_solver.values.lyra_table`), without a :class:`JobOptions` per job: those rows of the table
     :func:`value_table` makes of them, bit for bit. Returns ``(table, rows, fixed)``: ``rows`` the positions in
     ``jobs`` of the table's rows; ``fixed`` every job's value at ``min_workers``, the table's first column, which
     needs no rate (``T(min) - T(min)`` is 0: times are finite), only the restart. ``None`` where ``backend``
-    would run the whole table on a GPU library (the caller then builds the options). O(J) array work and O(E M)
-    for the table of the E jobs with a choice."""
+    would run the whole table on a GPU library (the caller then builds the options). ``idx``: ``jobs`` as an
+    int64 array, where the caller has it. O(J) array work and O(E M) for the table of the E jobs with a choice."""
     cl, shrunk, donors = state.cluster, state.reclaimed.shrunk, state.admitted.donors
-    idx = np.fromiter(jobs, np.int64, len(jobs))
+    if idx is None:
+        idx = np.fromiter(jobs, np.int64, len(jobs))
     lo, g = cl.min_w[idx], cl.gpw[idx]
     top = np.minimum(cl.max_w[idx], lo + capacity // g)
     cur = current
