@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to ninth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
+    Section("Speed, third to tenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
             path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
@@ -79,39 +79,37 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "2026-12-02 18:26-18:28 UTC, the same runs: 253 -> 781, 183 -> 300, 346 -> 475 req/s at concurrency 8 from "
      "1 to 2 workers (1.37-3.09x; 1.45-2.04x at 14:47 UTC on the earlier host) (section Service)", "met"),
     (24, 'the 10,000-job Philly run under `lyra` (64 + 32 servers) in at most 8 s on 2 cores',
-     '2026-12-06 08:40 UTC at `46275b1`, `python -m lyra_solver.bench.round_speed --sim --full` (`lyra-solver simulate '
-     '--max-work 0 --trace ../shared/data/philly/philly.csv --limit 10000 --load ../shared/data/alibaba/genai_qps.csv '
-     '--training-servers 64 --inference-servers 32 --interval 300 --policy lyra`): 9.8 s replay wall (9.9 CPU s; '
-     'decide 6.9 s, p50 0.49 ms a round; command 12.1 s), against 11.4 s for the code before the ninth pass four '
-     'minutes earlier; at the pass\'s last commit (`1d2355c`) 11.1 and 10.6 s in busier stretches, and alternating '
-     'with the code before 9.1-11.9 against 10.7-12.7 s; the same summary.json and CSVs (sections Round speed, Speed '
-     'ninth pass). The ninth pass on other workloads: 10,000 jobs from 2017-11-01 2-3% slower (nearly every job '
-     'runs), from 2017-12-01 1-5% faster, the README slice under mapping seed 2 17-20% faster. The sixth pass\'s '
-     'host: 13.4 s at `2865326`. With numba\'s cache cold (a new checkout, seventh '
+     "2026-12-06 12:12 UTC at `753933f` (the tenth pass's end), `python -m lyra_solver.bench.round_speed --sim "
+     '--full` (`lyra-solver simulate --max-work 0 --trace ../shared/data/philly/philly.csv --limit 10000 --load '
+     '../shared/data/alibaba/genai_qps.csv --training-servers 64 --inference-servers 32 --interval 300 --policy '
+     'lyra`): 8.6 s replay wall (8.7 CPU s; decide 5.8 s, p50 0.39 ms a round; command 11.0 s); 8.3 s at 11:58 UTC '
+     "at `20a69cc`; alternating with the ninth pass's end (`099cba2`) at 12:14 UTC 8.8-9.5 against 9.5-11.3 s (the "
+     "command's wall); the same summary.json and CSVs (sections Round speed, Speed tenth pass). The ninth pass's "
+     "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
-     'not met (1.22-1.39x off on this session\'s host; 1.7x on the sixth pass\'s before the eighth pass)'),
+     "not met (1.03-1.08x off on this session's host, 1.22-1.39x before the tenth pass; 1.7x on the sixth pass's "
+     'before the eighth pass)'),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
-     'the same run: 58.2 s replay wall (58.3 CPU s, decide 41.8 s over 75,583 rounds, p50 0.53 ms; command 62.0 s), '
-     'and 58.9 s at 08:31 UTC, against 65.0 s for the code before the ninth pass; at the pass\'s last commit 64.9 s '
-     '(09:04) and 70.6 s (09:23, the Python yardstick a third slower), against 62.5 s for the code before at 09:08; '
-     'alternating at 09:16-09:22, 63.7 and 64.8 s against 81.7 and 73.6 s; the same summary.json (sections Round '
-     'speed, Speed ninth pass). The sixth pass\'s host: 70.7 s at `2865326`, before the eighth pass',
-     'met in the quieter runs on this session\'s host (0.97-0.98x), not in the busier ones (1.06-1.18x)'),
+     'the same run: 55.2 s replay wall (55.3 CPU s, decide 38.4 s over 75,583 rounds, p50 0.47 ms; command 59.4 s), '
+     "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
+     "58.6 and 57.0 s; the same summary.json (sections Round speed, Speed tenth pass). The ninth pass's runs: "
+     "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
+     "met on this session's host in every run since the tenth pass (0.82-0.92x)"),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
-     'snapshot, CPU median of 5 warm calls (kernels loaded): 0.140 s; 0.116-0.153 s over the ninth pass\'s six runs '
-     '(code unchanged; admit 40-46, decision 33-36 ms); the eighth pass\'s best 0.114 s. The sixth pass\'s host: '
-     '0.078 s at `2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle; this host '
-     'within the seventh pass\'s hour 0.121-0.213 s, under the same yardsticks (section Round speed); the four '
-     'snapshots of seeds 1-4 after the eighth pass, three passes each: 0.120-0.225 s',
-     'met on the sixth pass\'s host (1.3x under); not met on this one (1.14-2.25x off)'),
+     'snapshot, CPU median of 5 warm calls (kernels loaded): 0.145 s; 0.105 s at 11:58 UTC; four generated snapshots '
+     "(seeds 1-4 at 30-80% running, one process each) alternating with the ninth pass's end at 12:20-12:23 UTC: "
+     "0.092-0.116 s against 0.104-0.134 s (seed 2 met). The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: "
+     '0.078 s at `2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
+     "met on the sixth pass's host (1.3x under); on this one met on one snapshot of four, 1.05-1.45x off in "
+     "round_speed's runs"),
     (24, 'parse and validation of that snapshot at most 0.15 s',
-     'the same run, `io.parse_snapshot`: 0.123 s CPU median; 0.119-0.154 s over the ninth pass\'s six runs (code '
-     'unchanged); 0.120-0.158 s within the seventh pass\'s hour; the sixth pass\'s host 0.094-0.095 s; other '
-     'generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, worst '
-     '0.133 s (section Speed, third to ninth passes); after the eighth pass the four snapshots of seeds 1-4, three '
-     'passes each: 0.119-0.159 s (seed 1 worst)',
-     'met on the sixth pass\'s host (0.63x); on this session\'s host in most runs, not in all (worst 1.06x)'),
+     "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
+     "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
+     'other generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, '
+     'worst 0.133 s (section Speed, third to tenth passes); after the eighth pass the four snapshots of seeds 1-4, '
+     'three passes each: 0.119-0.159 s (seed 1 worst)',
+     "met on the sixth pass's host (0.63x); on this session's host in most runs, not in all (worst 1.06x)"),
     (25, "best objective at least 1.3x lower mean JCT than `tiresias` on the Pollux workloads (our simulator)",
      "2026-12-03 11:54-12:02 UTC at 92f9355, `lyra-solver simulate --pollux-workload 1..8 --preset pollux-artifact` "
      "against the artifact's exact Tiresias: `lyra --objective hesrpt` (hull greedy) 1.43x geometric mean, 1.44x "
