@@ -327,8 +327,9 @@ def bfd_afresh(*, server_free: np.ndarray, server_loaned: np.ndarray, job_worker
     """Best fit decreasing afresh (``best_fit_decreasing(problem, keep_current=False)``) of the problem that
     :meth:`PlacementProblem.trusted` makes of these arrays, by its compiled twin alone, without the problem and
     the result: each job's placement as a dict ``{server: workers}`` (the pairs of the result's ``per_job``, in
-    their order), where every worker was placed (the result ``feasible``). For the round's place step, which reads
-    nothing else: the problem's copies, the front door and the result were about half of the step's time on the
+    their order), where every worker was placed (the result ``feasible``). For the round's place step where it
+    reports nothing (:func:`lyra_solver.pipeline.changes_built`, the simulator's rounds; ``decide`` goes through the
+    front door): the problem's copies, the front door and the result were about half of the step's time on the
     simulator's rounds of a few jobs to place.
 
     The arrays are taken as ``trusted`` takes them (1-D, int64 but ``server_loaned`` bool, from a validated

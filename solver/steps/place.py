@@ -61,9 +61,11 @@ def place(state: RoundState, settings: Settings) -> Placed:
     kept: dict[int, dict[int, int]] = {}  # running jobs whose growth was undone (Settings.compact_growth)
     # the placement option's heuristic (a row of the placement table), or the exact model's warm start
     heuristic = EXACT_WARM_START if settings.placement == "exact" else settings.placement
-    if heuristic == EXACT_WARM_START and settings.placement != "exact" and not settings.compact_growth:
-        # best fit decreasing afresh by its compiled twin alone (Lyra's rounds): the dicts of what it placed, when
-        # it placed every worker; else (None) the front door below, which also keeps current workers then
+    if heuristic == EXACT_WARM_START and settings.placement != "exact" and not settings.compact_growth \
+            and not settings.reports:
+        # nobody reads the report (the simulator's rounds through changes_built, Lyra's objective): best fit
+        # decreasing afresh by its compiled twin alone, the dicts of what it placed when it placed every worker;
+        # else (None), and for decide, the front door below, which also keeps current workers then
         got = bfd_afresh(**_afresh_arrays(cl, adm, usable, workers, moving, stopped, admitted))
         if got is not None:
             return _placed(cl, adm, admitted, moving, stopped, {}, got, StepReport(heuristic, "feasible"),
