@@ -97,12 +97,12 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "met on this session's host in every run since the tenth pass (0.82-0.92x)"),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
-     'snapshot, CPU median of 5 warm calls (kernels loaded): 0.145 s; 0.105 s at 11:58 UTC; four generated snapshots '
-     "(seeds 1-4 at 30-80% running, one process each) alternating with the ninth pass's end at 12:20-12:23 UTC: "
-     "0.092-0.116 s against 0.104-0.134 s (seed 2 met). The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: "
-     '0.078 s at `2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
-     "met on the sixth pass's host (1.3x under); on this one met on one snapshot of four, 1.05-1.45x off in "
-     "round_speed's runs"),
+     'snapshot, CPU median of 5 warm calls (kernels loaded): 0.145 s; 0.105 s at 11:58 UTC (both runs with the place '
+     "step's twin in `decide` too, which `c4019db` took back to the front door); four generated snapshots (seeds 1-4 "
+     "at 30-80% running, one process each) alternating with the ninth pass's end at 12:40 UTC at `c4019db`: "
+     "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
+     '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
+     "met on the sixth pass's host (1.3x under); not on this one (1.05-1.25x off over four seeds at the end)"),
     (24, 'parse and validation of that snapshot at most 0.15 s',
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
