@@ -349,11 +349,17 @@ def bfd_afresh(*, server_free: np.ndarray, server_loaned: np.ndarray, job_worker
                                              none, none, none, False)
     if bad or int((job_workers - have).sum()):
         return None
+    return entry_dicts(ptr, srv, cnt)
+
+
+def entry_dicts(ptr: np.ndarray, srv: np.ndarray, cnt: np.ndarray) -> list[dict[int, int]]:
+    """The compiled twins' placements as dicts: job ``i``'s is ``{srv[k]: cnt[k]}`` for ``k`` in
+    ``ptr[i]:ptr[i + 1]``, in that order. O(jobs + entries); a one-entry dict (most jobs) is one literal."""
     out: list[dict[int, int]] = []
     add = out.append
     srv_l, cnt_l, bounds = srv.tolist(), cnt.tolist(), ptr.tolist()
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        if b - a == 1:  # most jobs: one server
+        if b - a == 1:
             add({srv_l[a]: cnt_l[a]})
         else:
             add(dict(zip(srv_l[a:b], cnt_l[a:b], strict=True)))

@@ -495,7 +495,8 @@ def times_at(throughputs: Sequence, workers: np.ndarray, work: np.ndarray, gpus_
 
 
 #: Profile jobs up to which :func:`times_at` takes one scalar rate each (:func:`_times_scalar`): the compiled or
-#: numpy table's fixed cost (about 40-70 us a call in a simulator round) is that of 30 or more scalar rates.
+#: numpy table's fixed cost (about 40-70 us a call in a simulator round) is that of 30 or more scalar rates; the
+#: bound is half that, so a round of more new jobs (rare) keeps the table.
 _SCALAR_MAX = 16
 
 

@@ -28,7 +28,7 @@ from operator import attrgetter, is_
 import numpy as np
 from lyra_solver.formulations.vocabulary import Tier
 from lyra_solver.heuristics.donation import Donation
-from lyra_solver.heuristics.placement import FreeIndex, charges_twins, compiled
+from lyra_solver.heuristics.placement import FreeIndex, charges_twins, compiled, entry_dicts
 from lyra_solver.heuristics.queue import queue_order
 from lyra_solver.objectives import JOINT_ADMISSION
 from lyra_solver.steps._state import (
@@ -166,7 +166,8 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
     admitted = adm_job.tolist()
     donors = gave_job.tolist()
     for jobs, ptr, srv, cnt in ((admitted, adm_ptr, adm_srv, adm_cnt), (donors, gave_ptr, gave_srv, gave_cnt)):
-        _write_dicts(placement, jobs, ptr, srv, cnt)
+        for j, p in zip(jobs, entry_dicts(ptr, srv, cnt), strict=True):
+            placement[j] = p
     after = tuple(placement)
     took = free - left  # what admission took from the free GPUs, server by server
     remember_used(cl, after, used + took)
@@ -180,20 +181,6 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
         taken = took
     taken.setflags(write=False)
     return Admitted(after, tuple(admitted), frozenset(donors), taken)
-
-
-def _write_dicts(placement: list, jobs: list[int], ptr: np.ndarray, srv: np.ndarray, cnt: np.ndarray) -> None:
-    """``placement[jobs[i]]`` = the dict of entries ``srv[ptr[i]:ptr[i + 1]]`` (workers ``cnt``), in their order,
-    for every ``i``. O(len(jobs) + entries); a one-entry dict (most admitted jobs) is one literal, the others are
-    filled item by item (both faster than ``dict`` of pairs)."""
-    srv_l, cnt_l, bounds = srv.tolist(), cnt.tolist(), ptr.tolist()
-    for j, a, b in zip(jobs, bounds[:-1], bounds[1:], strict=True):
-        if b - a == 1:
-            placement[j] = {srv_l[a]: cnt_l[a]}
-        else:
-            p = placement[j] = {}
-            for i in range(a, b):
-                p[srv_l[i]] = cnt_l[i]
 
 
 def _offered(cl: Cluster, free: list[int], placement: list, min_w: list[int], gpw: list[int]) -> int:
