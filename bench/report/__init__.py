@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to tenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
+    Section("Speed, third to eleventh passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
             path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
@@ -88,13 +88,14 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
      "not met (1.03-1.08x off on this session's host, 1.22-1.39x before the tenth pass; 1.7x on the sixth pass's "
-     'before the eighth pass)'),
+     "before the eighth pass; at the eleventh pass, same code, a noisier host: 8.2-9.0 s over seven runs, medians of "
+     "three 8.8 and 8.5 s, 1.06-1.10x, section Speed eleventh pass)"),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
      'the same run: 55.2 s replay wall (55.3 CPU s, decide 38.4 s over 75,583 rounds, p50 0.47 ms; command 59.4 s), '
      "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
      "58.6 and 57.0 s; the same summary.json (sections Round speed, Speed tenth pass). The ninth pass's runs: "
      "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
-     "met on this session's host in every run since the tenth pass (0.82-0.92x)"),
+     "met on this session's host in every run since the tenth pass (0.82-0.92x; 49.1 s at the eleventh pass)"),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
      'snapshot, CPU median of 5 warm calls (kernels loaded): 0.145 s; 0.105 s at 11:58 UTC (both runs with the place '
@@ -102,14 +103,17 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "at 30-80% running, one process each) alternating with the ninth pass's end at 12:40 UTC at `c4019db`: "
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
-     "met on the sixth pass's host (1.3x under); not on this one (1.05-1.25x off over four seeds at the end)"),
+     "met on the sixth pass's host (1.3x under); not on this one (1.05-1.25x off over four seeds at the tenth "
+     "pass's end; 0.111-0.136 s, 1.11-1.36x, in new processes at the eleventh, a memory-bound round whose spread "
+     "between processes is as large as the gap)"),
     (24, 'parse and validation of that snapshot at most 0.15 s',
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
      'other generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, '
-     'worst 0.133 s (section Speed, third to tenth passes); after the eighth pass the four snapshots of seeds 1-4, '
+     'worst 0.133 s (section Speed, third to eleventh passes); after the eighth pass the four snapshots of seeds 1-4, '
      'three passes each: 0.119-0.159 s (seed 1 worst)',
-     "met on the sixth pass's host (0.63x); on this session's host in most runs, not in all (worst 1.06x)"),
+     "met on the sixth pass's host (0.63x); on this session's host in most runs, not in all (worst 1.06x; "
+     "0.119-0.135 s at the eleventh pass)"),
     (25, "best objective at least 1.3x lower mean JCT than `tiresias` on the Pollux workloads (our simulator)",
      "2026-12-03 11:54-12:02 UTC at 92f9355, `lyra-solver simulate --pollux-workload 1..8 --preset pollux-artifact` "
      "against the artifact's exact Tiresias: `lyra --objective hesrpt` (hull greedy) 1.43x geometric mean, 1.44x "
