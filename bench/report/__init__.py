@@ -114,6 +114,35 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      'three passes each: 0.119-0.159 s (seed 1 worst)',
      "met on the sixth pass's host (0.63x); on this session's host in most runs, not in all (worst 1.06x; "
      "0.119-0.135 s at the eleventh pass)"),
+    (24, 'exact MCKP, uncorrelated 100 x 10 (R = 1,000): at most 0.1 ms per call (the fixed cost), 10 seeds',
+     "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
+     'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
+     'each): median 0.029 ms, worst seed 0.044 ms (on 2026-12-03 18:05 UTC: 0.031 / 0.060 ms; seeds 1000-1099 '
+     'then worst 0.12-0.14 ms, seed 1003) (section MCKP speed); at the full regeneration (2026-12-06 14:58 UTC, '
+     'a loaded stretch, section MCKP speed): median 0.031 ms, worst 0.047 ms',
+     'met'),
+    (24, 'exact MCKP, weakly 100 x 10 (R = 1,000): at most 0.1 ms, 10 seeds',
+     "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
+     'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
+     'each): median 0.050 ms, worst 0.079 ms; seeds 3000-3099 and 7000-7099 (median of 300 solves each): '
+     "medians 0.042 ms, worst 0.0865 ms (3081) and 0.088 ms (7090), none over 0.1 ms; on the sixth pass's host "
+     '3081 took 0.096-0.109 ms (section Speed, sixth pass); at the full regeneration (2026-12-06 14:58 UTC, a '
+     'loaded stretch, section MCKP speed): median 0.053 ms, worst 0.081 ms',
+     'met on every seed tried here (seed 3081 and 7090 at 0.087-0.088 ms)'),
+    (24, 'exact MCKP, cluster 1,000 x 32: at most 0.4 ms warm, 10 seeds',
+     "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
+     'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
+     'each): median 0.181 ms, worst 0.322 ms; seeds 8000-8029: median 0.173 ms, worst 0.254 ms (section MCKP '
+     'speed); at the full regeneration (2026-12-06 14:58 UTC, a loaded stretch, section MCKP speed): median '
+     '0.180 ms, worst 0.193 ms',
+     'met'),
+    (24, 'exact MCKP, weakly 10,000 x 10 (R = 10,000): at most 10 ms, 10 seeds',
+     "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
+     'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
+     'each): median 4.48 ms, worst 4.92 ms (C `mcknap.c` 1.8-3.0 ms as issue 24 measured it) (section MCKP '
+     'speed); at the full regeneration (2026-12-06 14:58 UTC, a loaded stretch, section MCKP speed): median '
+     '4.87 ms, worst 6.28 ms',
+     'met on every seed tried'),
     (25, "best objective at least 1.3x lower mean JCT than `tiresias` on the Pollux workloads (our simulator)",
      "2026-12-03 11:54-12:02 UTC at 92f9355, `lyra-solver simulate --pollux-workload 1..8 --preset pollux-artifact` "
      "against the artifact's exact Tiresias: `lyra --objective hesrpt` (hull greedy) 1.43x geometric mean, 1.44x "
