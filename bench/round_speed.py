@@ -159,11 +159,14 @@ def format_report(yard: dict, rounds: dict, sims: dict[str, dict], *, quick: boo
         if key in sims:
             s = sims[key]
             walls = s.get("walls", [s["replay_wall"]])
-            which = (f"replay wall, median of {len(walls)} runs ({', '.join(f'{w:.1f}' for w in walls)} s); that run's"
-                     if len(walls) > 1 else "replay wall (")
-            out.append(f"| {label}: {which}{' ' if len(walls) > 1 else ''}CPU {s['replay_cpu']:.1f} s, `decide` "
-                       f"{s['decide']:.1f} s, p50 {s['decide_p50_ms']:.2f} ms; command {s['command_wall']:.1f} s"
-                       f"{')' if len(walls) == 1 else ''} | {s['replay_wall']:.1f} | {target} |")
+            detail = (f"CPU {s['replay_cpu']:.1f} s, `decide` {s['decide']:.1f} s, p50 {s['decide_p50_ms']:.2f} ms; "
+                      f"command {s['command_wall']:.1f} s")
+            if len(walls) > 1:
+                runs = ", ".join(f"{w:.1f}" for w in walls)
+                measure = f"replay wall, median of {len(walls)} runs ({runs} s); that run's {detail}"
+            else:
+                measure = f"replay wall ({detail})"
+            out.append(f"| {label}: {measure} | {s['replay_wall']:.1f} | {target} |")
     if not quick:
         out.append("")
         measured = {"parse": rounds["parse"], "decide": rounds["decide"]}
