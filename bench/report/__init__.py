@@ -95,7 +95,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
      "58.6 and 57.0 s; the same summary.json (sections Round speed, Speed tenth pass). The ninth pass's runs: "
      "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
-     "met on this session's host in every run since the tenth pass (0.82-0.92x; 49.1 s at the eleventh pass)"),
+     "met on this session's host in every run since the tenth pass (0.82-0.92x; 49.1 and 57.1 s at the eleventh "
+     "pass, worst 0.95x)"),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
      'snapshot, CPU median of 5 warm calls (kernels loaded): 0.145 s; 0.105 s at 11:58 UTC (both runs with the place '
@@ -113,7 +114,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      'worst 0.133 s (section Speed, third to eleventh passes); after the eighth pass the four snapshots of seeds 1-4, '
      'three passes each: 0.119-0.159 s (seed 1 worst)',
      "met on the sixth pass's host (0.63x); on this session's host in most runs, not in all (worst 1.06x; "
-     "0.119-0.135 s at the eleventh pass)"),
+     "0.119-0.135 s at the eleventh pass; over seeds 1-4, three rounds at 15:27-15:32 UTC, a loaded stretch: "
+     "0.122-0.221 s, over the target in 4 of 12)"),
     (24, 'exact MCKP, uncorrelated 100 x 10 (R = 1,000): at most 0.1 ms per call (the fixed cost), 10 seeds',
      "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
      'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
