@@ -229,3 +229,26 @@ def test_parsing_leaves_the_collector_as_it_found_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_parsed_snapshot_skips_the_young_collection():
+    """What the parse made moves to the collector's oldest generation (no young collection scans it), and objects
+    that the application froze stay frozen (the promotion is then not made)."""
+    import gc
+
+    data = json.dumps(rich_doc()).encode()
+    snap = parse_snapshot(data)
+    young = {id(o) for o in gc.get_objects(generation=0)} | {id(o) for o in gc.get_objects(generation=1)}
+    made = [snap.jobs, snap.servers, *(j.placement for j in snap.jobs if j.placement is not None)]
+    assert made and not any(id(o) in young for o in made)
+    assert gc.get_freeze_count() == 0
+    kept = [[]]  # a container of the application's, frozen by it
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen >= 1
+        parse_snapshot(data)
+        assert gc.get_freeze_count() == frozen  # the application's frozen objects left frozen, nothing added
+    finally:
+        gc.unfreeze()
+    assert kept and gc.isenabled()
