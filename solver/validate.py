@@ -68,15 +68,22 @@ _raw_encoder = msgspec.json.Encoder(enc_hook=numpy_scalar)
 
 def parse_snapshot(data: bytes) -> Snapshot:
     """Decode and validate a snapshot (format_version 1) from JSON bytes. Raises :class:`InputError`."""
-    with _collector_paused():
+    with _collector_paused(promote=len(data) >= PROMOTE_MIN_BYTES):
         snap, columns = _decode(data, Snapshot)
         _check_decoded(snap, columns)
     _remember(snap)
     return snap
 
 
+#: JSON size from which :func:`parse_snapshot` moves what it made past the young collections (see
+#: :func:`_collector_paused`): about 4,000 jobs of ``bench decide``'s snapshots, whose containers a young
+#: collection would take longer to scan than collecting the application's young objects first takes; a small
+#: snapshot's parse leaves the collector alone.
+PROMOTE_MIN_BYTES = 1 << 20
+
+
 @contextlib.contextmanager
-def _collector_paused():
+def _collector_paused(*, promote: bool = False):
     """The cyclic garbage collector off for the duration (if it was on), on again after, whatever happens.
 
     Decoding a large snapshot allocates tens of thousands of tracked containers (its dicts and tuples), and the
@@ -85,22 +92,28 @@ def _collector_paused():
     duration. A caller who turned the collector off keeps it off; threads parsing at once leave it on when the
     first to pause it resumes it (never off for good).
 
-    Before the collector resumes, the objects it tracks move to its oldest generation (:func:`gc.freeze` then
-    :func:`gc.unfreeze`: two list splices, O(1)), unless the application keeps objects frozen itself
-    (:func:`gc.get_freeze_count` not 0: left as they are). Otherwise the first allocation after the parse starts a
-    young collection that scans every container the parse made (27,000 on a 50,000-job snapshot: 10-18 ms, a tenth
-    of the parse), only to find no garbage: the snapshot is acyclic and lives until its caller drops it, when
-    reference counting frees it. A young object of the application's own moves up early too; if it is cyclic
-    garbage, the next full collection frees it instead of the next young one.
+    ``promote``: the parse's own containers then skip the young collections. The application's young objects are
+    collected first (``gc.collect(1)``: what the young generations hold, a few thousand objects at most, its
+    survivors moved up as a collection moves them), and after the parse everything tracked moves to the oldest
+    generation (:func:`gc.freeze` then :func:`gc.unfreeze`: two list splices, O(1)), which now holds the parse's
+    containers besides what was there. Otherwise the first allocation after the parse starts a young collection
+    that scans every container the parse made (27,000 on a 50,000-job snapshot: 10-18 ms, a tenth of the parse)
+    only to find no garbage: the snapshot is acyclic and lives until its caller drops it, when reference counting
+    frees it.
+    Not done where the application keeps objects frozen itself (:func:`gc.get_freeze_count` not 0), which
+    ``unfreeze`` would undo.
     """
     if not gc.isenabled():
         yield
         return
+    promote = promote and gc.get_freeze_count() == 0
+    if promote:
+        gc.collect(1)
     gc.disable()
     try:
         yield
     finally:
-        if gc.get_freeze_count() == 0:
+        if promote and gc.get_freeze_count() == 0:
             gc.freeze()
             gc.unfreeze()
         gc.enable()

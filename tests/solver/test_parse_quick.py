@@ -231,18 +231,28 @@ def test_parsing_leaves_the_collector_as_it_found_it():
         gc.enable()
 
 
-def test_the_parsed_snapshot_skips_the_young_collection():
-    """What the parse made moves to the collector's oldest generation (no young collection scans it), and objects
+def test_the_parsed_snapshot_skips_the_young_collection(monkeypatch):
+    """From PROMOTE_MIN_BYTES of JSON, what the parse made moves to the collector's oldest generation (no young
+    collection scans it); the application's young cyclic garbage is collected first, not moved with it; objects
     that the application froze stay frozen (the promotion is then not made)."""
     import gc
+    import weakref
+
+    class Node:
+        pass
 
     data = json.dumps(rich_doc()).encode()
+    monkeypatch.setattr(V, "PROMOTE_MIN_BYTES", len(data))
+    cycle = Node()
+    cycle.self = cycle
+    dead = weakref.ref(cycle)
+    del cycle
     snap = parse_snapshot(data)
+    assert dead() is None  # collected before the promotion, not moved to the oldest generation
     young = {id(o) for o in gc.get_objects(generation=0)} | {id(o) for o in gc.get_objects(generation=1)}
     made = [snap.jobs, snap.servers, *(j.placement for j in snap.jobs if j.placement is not None)]
-    assert made and not any(id(o) in young for o in made)
-    assert gc.get_freeze_count() == 0
-    kept = [[]]  # a container of the application's, frozen by it
+    assert len(made) > 2 and not any(id(o) in young for o in made)
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
@@ -251,4 +261,14 @@ def test_the_parsed_snapshot_skips_the_young_collection():
         assert gc.get_freeze_count() == frozen  # the application's frozen objects left frozen, nothing added
     finally:
         gc.unfreeze()
-    assert kept and gc.isenabled()
+
+
+def test_a_small_snapshot_leaves_the_collector_alone(monkeypatch):
+    import gc
+
+    data = json.dumps(rich_doc()).encode()
+    monkeypatch.setattr(V, "PROMOTE_MIN_BYTES", len(data) + 1)
+    gc.collect()
+    snap = parse_snapshot(data)
+    young = {id(o) for o in gc.get_objects(generation=0)} | {id(o) for o in gc.get_objects(generation=1)}
+    assert id(snap.jobs) in young
