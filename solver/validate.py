@@ -93,13 +93,13 @@ def _collector_paused(*, promote: bool = False):
     first to pause it resumes it (never off for good).
 
     ``promote``: the parse's own containers then skip the young collections. The application's young objects are
-    collected first (``gc.collect(1)``: what the young generations hold, a few thousand objects at most, its
-    survivors moved up as a collection moves them), and after the parse everything tracked moves to the oldest
-    generation (:func:`gc.freeze` then :func:`gc.unfreeze`: two list splices, O(1)), which now holds the parse's
-    containers besides what was there. Otherwise the first allocation after the parse starts a young collection
-    that scans every container the parse made (27,000 on a 50,000-job snapshot: 10-18 ms, a tenth of the parse)
-    only to find no garbage: the snapshot is acyclic and lives until its caller drops it, when reference counting
-    frees it.
+    collected first (``gc.collect(1)``: what the young generations hold, a few thousand objects at the default
+    thresholds, its survivors moved up as a collection moves them), and after the parse everything tracked moves
+    to the oldest generation (:func:`gc.freeze` then :func:`gc.unfreeze`: two list splices, O(1)), which now holds
+    the parse's containers besides what was there. Otherwise the first allocation after the parse starts a young
+    collection that scans every container the parse made (27,000 on a 50,000-job snapshot: 10-18 ms, a tenth of
+    the parse) only to find no garbage: the snapshot is acyclic and lives until its caller drops it, when
+    reference counting frees it.
     Not done where the application keeps objects frozen itself (:func:`gc.get_freeze_count` not 0), which
     ``unfreeze`` would undo.
     """
