@@ -107,7 +107,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
      "met on the sixth pass's host (1.3x under); not on this one (1.05-1.25x off over four seeds at the tenth "
      "pass's end; 0.111-0.136 s, 1.11-1.36x, in new processes at the eleventh, a memory-bound round whose spread "
-     "between processes is as large as the gap; 0.108-0.129 s over seeds 1-4 at the twelfth)"),
+     "between processes is as large as the gap; 0.108-0.129 s over seeds 1-4 at the twelfth, 0.101-0.133 s over "
+     "seeds 5-8, worst 1.33x at 20% running)"),
     (24, 'parse and validation of that snapshot at most 0.15 s',
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
@@ -118,8 +119,10 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "all (worst 1.06x; 0.119-0.135 s at the eleventh; over seeds 1-4, three rounds at 15:27-15:32 UTC, a loaded "
      "stretch: 0.122-0.221 s, over the target in 4 of 12); since the twelfth pass's promotion of the parsed "
      "snapshot past the young collections (`e68af2a`), 0.106 and 0.121 s in `round_speed` and 0.109-0.121 s over "
-     "seeds 1-4 alternated with the code before it (0.118-0.133 s; section Speed twelfth pass): met in every run "
-     "of this pass (0.71-0.81x), none of them in a stretch as loaded as the eleventh pass's"),
+     "seeds 1-4 alternated with the code before it (0.118-0.133 s; section Speed twelfth pass), 0.109-0.119 s "
+     "over seeds 5-8 (20-90% running, three rounds): met in every quiet run (0.71-0.81x); beside a memory-bound "
+     "process on the other core, 0.108-0.189 s over ten runs, over the target in one (seed 3, 1.26x): not robust "
+     "under contention"),
     (24, 'exact MCKP, uncorrelated 100 x 10 (R = 1,000): at most 0.1 ms per call (the fixed cost), 10 seeds',
      "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
      'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
