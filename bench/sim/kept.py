@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import compress, repeat
 from operator import is_not
+from sys import getrefcount
 from typing import Any
 
 import numpy as np
@@ -108,9 +109,10 @@ class Kept:
         """The round's snapshot by ``policy``'s (the base policy's) rules, on the engine ``view`` whose
         ``running`` jobs (arrival indices) hold placements: a struct is made again for the running and changed
         jobs only (:meth:`..policies.base.Policy.snapshot`'s rules, the struct last shown as ``last``); the
-        others are shown as the same struct as before. ``rows``: ``(job, remaining, attained)`` of every running
-        job whose record is to be brought up to now first (the engine's sync, in the same pass), or ``None``:
-        the records are up to date."""
+        others are shown as the same struct as before. A running job whose placement is unchanged has its struct
+        brought up to now in place where :attr:`shown` alone holds it (:data:`_SOLE`), else copied first.
+        ``rows``: ``(job, remaining, attained)`` of every running job whose record is to be brought up to now
+        first (the engine's sync, in the same pass), or ``None``: the records are up to date."""
         active, shown, dirty = view.active, self.shown, self.dirty
         if dirty:  # their structs may be made again: their sjf keys go (a running job's is never kept: it was
             # dropped when the job started, and is not asked for while it runs)
@@ -118,7 +120,7 @@ class Kept:
         if rows is None:  # the running jobs from their records
             dirty.update(view.running)
             rows = ()
-        force = _force
+        force, refs = _force, getrefcount
         for j, remaining, attained in rows:  # the running jobs, synced (a changed one comes again below: no change);
             # _again inlined (no call per running job, every round)
             j.remaining, j.attained = remaining, attained
@@ -128,9 +130,10 @@ class Kept:
                 shown[i] = _again(last, remaining, j.placement, attained)
             elif last.remaining_work is not remaining or not (last.attained_service is attained
                                                               or last.attained_service == attained):
-                job = shown[i] = last.__copy__()
-                force(job, "remaining_work", 0.0 if remaining < 0.0 else remaining)
-                force(job, "attained_service", attained)
+                if refs(last) > _SOLE:  # a snapshot shown before still holds it (a caller kept one): a new struct
+                    last = shown[i] = last.__copy__()
+                force(last, "remaining_work", 0.0 if remaining < 0.0 else remaining)
+                force(last, "attained_service", attained)
         for i in dirty:
             j = active.get(i)
             if j is None:
@@ -212,3 +215,11 @@ class Kept:
             idx, memo = self._memo
             self.sjf[idx] = memo
             self._memo = None
+
+
+#: ``sys.getrefcount`` of a struct that :attr:`Kept.shown` alone holds, seen from :meth:`Kept.snapshot`'s loop (the
+#: list's reference, the loop's name and the call's argument). Such a struct is out of every snapshot made before
+#: (their job lists are gone), so the loop brings it up to now in place: nobody can see it change, as nobody sees
+#: the fresh copy that :func:`..policies.base._again` sets the same way. A struct that anyone else still holds (a
+#: snapshot kept by a caller, or one not yet freed) is copied first, as before.
+_SOLE = 3

@@ -111,6 +111,39 @@ def test_a_replay_gives_the_same_results_without_them(policy, monkeypatch):
         assert getattr(with_kept, name) == getattr(without, name), name
 
 
+@needs_data
+def test_a_snapshot_a_caller_keeps_does_not_change(monkeypatch):
+    """The keeper brings a running job's struct up to now in place only where nobody else holds it (the snapshots
+    made before are gone): every third round's snapshot is kept here and still shows what it showed when made,
+    and in the other rounds most running jobs' structs were brought up to now in place."""
+    import msgspec
+
+    held, seen = [], {"rounds": 0, "in place": 0, "copied": 0}
+    real = kept.Kept.snapshot
+
+    def snapshot(self, pol, view, t, rows=None):
+        keep_this = seen["rounds"] % 3 == 0
+        kept_last = seen["rounds"] % 3 == 1  # the last round's snapshot is held: its structs must be copied
+        before = {i: id(self.shown[i]) for i in view.running if self.shown[i] is not None}
+        got = real(self, pol, view, t, rows)
+        same = sum(id(self.shown[i]) == k for i, k in before.items())  # the very struct, brought up to now
+        if kept_last:
+            assert same == 0, t
+            seen["copied"] += len(before)
+        else:
+            seen["in place"] += same
+        if keep_this:
+            held.append((got, msgspec.to_builtins(got)))
+        seen["rounds"] += 1
+        return got
+
+    monkeypatch.setattr(kept.Kept, "snapshot", snapshot)
+    simulate(_specs(), get_policy("lyra"), _cfg())
+    assert seen["rounds"] > 50 and seen["in place"] > 100 and seen["copied"] > 50
+    for snap, shown in held:
+        assert msgspec.to_builtins(snap) == shown
+
+
 def _snap(servers, jobs) -> Snapshot:
     return Snapshot(format_version=1, servers=tuple(servers), jobs=jobs, now=0.0)
 
