@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import chain, compress, filterfalse
-from operator import attrgetter
+from operator import attrgetter, is_not
 
 import numpy as np
 from lyra_solver.formulations.vocabulary import OBJECTIVES
@@ -48,16 +48,27 @@ def changes_of(state: RoundState) -> Changes:
     """What :func:`decision_of` ``(state)`` changes (:class:`Changes`), without the decision of every job.
 
     A job whose placement no step replaced (the index view's very dict, or ``None`` for one still queued) is kept:
-    only the others are named. O(J) identity tests, plus O(H log H) for the H entries of the placements that
+    only the others are named. O(J) identity tests in C, plus O(H log H) for the H entries of the placements that
     steps replaced."""
     cl = state.cluster
     snap = cl.snap
     snap_jobs = snap.jobs
     before_all = cl.placement
+    placed = state.placed.placement
+    if len(placed) != len(before_all):
+        raise ValueError(f"changes_of: {len(placed)} placements for {len(before_all)} jobs")
+    # the jobs whose placement a step replaced, by C-level identity tests (a Python loop over every job was half of
+    # this function on the simulator's rounds), and those that the snapshot shows on an empty placement (a kept one
+    # stops: the loop's second test), found as held jobs without workers; a superset of both is fine, the loop
+    # tests each one again
+    look = list(compress(range(len(placed)), map(is_not, placed, before_all)))
+    if np.count_nonzero(cl.workers) < len(cl.held):  # a held job without workers: an empty placement, maybe
+        look = sorted({*look, *(j for j in cl.held if not cl.workers[j])})
     ids: list[str] | None = None
     moved = []
     hosts: set[int] = set()  # the servers of the placements made this round (only they can host a borrowed one)
-    for j, (p, before) in enumerate(zip(state.placed.placement, before_all, strict=True)):
+    for j in look:
+        p, before = placed[j], before_all[j]
         if p is before and (p or p is None):  # kept where the snapshot shows it, or still waiting
             continue
         shown = snap_jobs[j].placement

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -248,6 +249,24 @@ def test_changes_built_loans_only_servers_that_host():
         {"id": "b", "min_workers": 1, "max_workers": 1, "remaining_work": 1e5, "gpus_per_worker": 8,
          "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}}]}).encode()
     assert decide(io.parse_snapshot(data)).servers.loan == ("i1",)
+    _changes_are_the_decisions(data)
+
+
+@pytest.mark.parametrize("shown", [{}, {"t0": 0}])
+def test_changes_built_on_a_placement_without_workers(shown):
+    """A snapshot taken as valid may show a job on an empty placement, or on a server with no workers: the round
+    stops the first (its placement is kept, yet it runs no more) and keeps the second, by both paths
+    (changes_of looks at the held jobs without workers as well as at the placements replaced)."""
+    data = json.dumps({"format_version": 1, "servers": [{"id": "t0", "pool": "training", "gpus": 8}], "jobs": [
+        {"id": "a", "min_workers": 1, "max_workers": 4, "remaining_work": 1e6,
+         "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}, "placement": shown},
+        {"id": "b", "min_workers": 1, "max_workers": 1, "remaining_work": 1e5, "gpus_per_worker": 8,
+         "throughput": {"kind": "power", "rate_per_worker": 10, "exponent": 1.0}, "placement": {"t0": 1}}]}).encode()
+    from lyra_solver.pipeline import changes_built
+    from lyra_solver.types import Snapshot
+
+    moved = changes_built(msgspec.json.decode(data, type=Snapshot), deterministic=True).moved
+    assert moved == (((0, None),) if not shown else ())
     _changes_are_the_decisions(data)
 
 
