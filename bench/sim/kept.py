@@ -22,8 +22,6 @@ changed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import compress, repeat
-from operator import is_not
 from sys import getrefcount
 from typing import Any
 
@@ -52,6 +50,7 @@ class Kept:
         self.hi = np.full(n, -1, np.int64)
         self.workers = np.zeros(n, np.int64)
         self.top = np.full(n, -1, np.int64)  # the highest server index of each job's placement (-1: none)
+        self.has = np.zeros(n, bool)  # whether each job holds a placement (its entry of :attr:`at` is not None)
         self.servers: tuple | None = None  # the servers tuple :attr:`at` and :attr:`used` are indexed by
         self.sid: dict[str, int] = {}
         self.used: list[int] = []  # GPUs the placements use on each server of :attr:`servers`
@@ -90,11 +89,12 @@ class Kept:
         servers from ``first`` on added to ``used``. False where it holds a server ``sid`` lacks. O(entries)."""
         if placement is None:
             self.at[i] = None
-            self.workers[i], self.top[i] = 0, -1
+            self.workers[i], self.top[i], self.has[i] = 0, -1, False
             return True
         if not placement.keys() <= sid.keys():
             return False
         p = self.at[i] = {sid[k]: v for k, v in placement.items()}
+        self.has[i] = True
         g = int(self.gpw[i])
         n = 0
         for s, v in p.items():
@@ -199,7 +199,11 @@ class Kept:
         if snap.servers is not self.servers and not self._index(snap.servers, active, idx):
             return None
         placement = tuple(map(self.at.__getitem__, active))
-        held = tuple(compress(range(n), map(is_not, placement, repeat(None))))
+        # the jobs that hold a placement and those that do not, from the flags (a test per placement reads every
+        # placement's dict header again, cold on most rounds)
+        has = self.has[idx]
+        held = tuple(has.nonzero()[0].tolist())
+        not_held = (~has).nonzero()[0]
         server_gpus = server_index(snap.servers)[4]
         if server_gpus != self.sjf_gpus:  # the key depends on it
             self.sjf.fill(np.nan)
@@ -207,7 +211,8 @@ class Kept:
         memo = self.sjf[idx]
         self._memo = (idx, memo)
         return Cluster.given(snap, placement=placement, held=held, workers=self.workers[idx], gpw=self.gpw[idx],
-                             min_w=lo, max_w=self.hi[idx], used=np.array(self.used, np.int64), sjf_memo=memo)
+                             min_w=lo, max_w=self.hi[idx], used=np.array(self.used, np.int64), sjf_memo=memo,
+                             not_held=not_held)
 
     def learn(self) -> None:
         """Keep the sjf keys that the round of the last :meth:`view` computed."""

@@ -110,6 +110,10 @@ class Cluster:
     #: :func:`usable_servers` of the reclaim results and borrowed servers asked for so far this round, by ``(id,
     #: borrowed)``: the loan, admission, scale and place steps ask for the same ones
     usable_memo: dict[tuple, tuple[Reclaimed, np.ndarray]] = field(default_factory=dict, repr=False)
+    #: the jobs without a placement in the snapshot (int64, job order, read-only) where a caller that keeps the
+    #: index view's columns knows them by array operations (:meth:`given`), else ``None``: the reclaim step
+    #: then finds them itself (:attr:`Reclaimed.known_queued`)
+    not_held: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
@@ -168,7 +172,7 @@ class Cluster:
     @classmethod
     def given(cls, snap: Snapshot, *, placement: tuple[JobPlacement, ...], held: tuple[int, ...],
               workers: np.ndarray, gpw: np.ndarray, min_w: np.ndarray, max_w: np.ndarray,
-              used: np.ndarray, sjf_memo: np.ndarray | None = None) -> Cluster:
+              used: np.ndarray, sjf_memo: np.ndarray | None = None, not_held: np.ndarray | None = None) -> Cluster:
         """The index view of ``snap`` from its job columns as a caller that built the snapshot keeps them across
         rounds (the simulator, :mod:`lyra_solver.bench.sim.kept`), with servers indexed as
         :func:`server_index` of ``snap.servers`` does: each job's placement ``{server index: workers}`` (the
@@ -176,12 +180,14 @@ class Cluster:
         holds, the GPUs per worker and the worker range of each job (int64 arrays), and the GPUs the placements
         use on each server. Taken as :meth:`of` would make them, unchecked (the caller's tests compare the two);
         the arrays become the view's and read-only. ``sjf_memo``: :attr:`sjf_memo`, the keys the caller knows
-        (float64, NaN where not), written in by the round. O(S) for a servers tuple seen last time, else O(S)
-        more."""
+        (float64, NaN where not), written in by the round; ``not_held``: :attr:`not_held`, the jobs that ``held``
+        lacks (int64). O(S) for a servers tuple seen last time, else O(S) more."""
         _, sid, gpus, kind, server_gpus = server_index(snap.servers)
         workers.setflags(write=False)
+        if not_held is not None:
+            not_held.setflags(write=False)
         cl = cls(snap=snap, sid=sid, gpus=gpus, kind=kind, gpw=gpw, min_w=min_w, max_w=max_w, placement=placement,
-                 server_gpus=server_gpus, held=held, workers=workers, sjf_memo=sjf_memo)
+                 server_gpus=server_gpus, held=held, workers=workers, sjf_memo=sjf_memo, not_held=not_held)
         remember_used(cl, placement, used)
         return cl
 

@@ -91,8 +91,12 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
 
 
 def _known_queued(cl, after: tuple, preempted: tuple[int, ...]) -> tuple | None:
-    """:attr:`Reclaimed.known_queued` of the step's result on a large round (:func:`queued_jobs`: array operations
-    instead of the admission step's test per job); ``None`` on a small one."""
+    """:attr:`Reclaimed.known_queued` of the step's result: the index view's jobs without a placement
+    (:attr:`Cluster.not_held <lyra_solver.steps._state.Cluster>`, where its caller knows them) if the step stopped
+    nobody, else on a large round :func:`queued_jobs` (array operations instead of the admission step's test per
+    job); ``None`` on a small one."""
+    if not preempted and cl.not_held is not None:
+        return after, cl.not_held
     return (after, queued_jobs(cl, after, preempted)) if len(after) >= _ARRAYS_MIN_JOBS else None
 
 

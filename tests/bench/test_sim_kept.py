@@ -31,6 +31,9 @@ def _same_view(got: Cluster, want: Cluster) -> None:
     assert [None if p is None else list(p.items()) for p in got.placement] == \
         [None if p is None else list(p.items()) for p in want.placement]
     assert got.held == want.held
+    assert got.not_held is not None and not got.not_held.flags.writeable  # the jobs held lacks, as an array
+    assert got.not_held.dtype == np.int64 and got.not_held.tolist() == [j for j, p in enumerate(want.placement)
+                                                                        if p is None]
     assert np.array_equal(used_gpus(got, got.placement), used_gpus(want, want.placement))
 
 
