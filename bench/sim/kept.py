@@ -142,7 +142,7 @@ class Kept:
             shown[i] = policy.job(view, i, j) if last is None else _again(last, j.remaining, j.placement, j.attained)
         dirty.clear()
         servers, reclaim = policy.servers(view)
-        return policy.build(view, t, servers, list(map(shown.__getitem__, active)), reclaim)
+        return policy.build(view, t, servers, [shown[i] for i in active], reclaim)  # (a map: 1.2-1.7x)
 
     def _index(self, servers: tuple, active: Mapping[int, Any], idx: np.ndarray) -> bool:
         """Index the active jobs' placements by the servers ``servers`` (the jobs ``idx``, in arrival order):
@@ -198,7 +198,8 @@ class Kept:
             lo = self.lo[idx]
         if snap.servers is not self.servers and not self._index(snap.servers, active, idx):
             return None
-        placement = tuple(map(self.at.__getitem__, active))
+        at = self.at
+        placement = tuple([at[i] for i in active])
         # the jobs that hold a placement and those that do not, from the flags (a test per placement reads every
         # placement's dict header again, cold on most rounds)
         has = self.has[idx]

@@ -211,11 +211,16 @@ def _servers_view(servers: tuple) -> tuple:
     :data:`_last_servers` (one entry, replaced as a whole: a concurrent call sees the old view or the new one).
     O(S)."""
     global _last_servers
+    n = len(servers)
     sid = {s.id: i for i, s in enumerate(servers)}
     gpu_list = [s.gpus for s in servers]
     kind = np.array([KIND_TRAINING if s.pool == "training" else _CODES[s.state] for s in servers], np.int8)
-    mode = Counter(gpu_list).most_common()
-    server_gpus = max((g for g, c in mode if c == mode[0][1]), default=8)
+    if n and gpu_list.count(gpu_list[0]) == n:  # one size (most clusters): the most common, without counting
+        # each size (Counter: 0.36 ms of 2.2 on 12,500 servers)
+        server_gpus = gpu_list[0]
+    else:
+        mode = Counter(gpu_list).most_common()
+        server_gpus = max((g for g, c in mode if c == mode[0][1]), default=8)
     gpus = np.array(gpu_list, np.int64)
     gpus.setflags(write=False)
     kind.setflags(write=False)

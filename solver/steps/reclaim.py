@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from itertools import chain, compress
-from operator import attrgetter
 
 import numpy as np
 from lyra_solver.formulations import Status
@@ -45,11 +44,12 @@ def reclaim(state: RoundState, settings: Settings) -> Reclaimed:
     hosts = _hosts_loop if len(before) < _ARRAYS_MIN_JOBS else _hosts_arrays
     jobs, hj, hs, hc = hosts(cl, before, loaned)
     at = np.array(jobs, np.int64)
-    snap_jobs = list(map(cl.snap.jobs.__getitem__, jobs))
+    every = cl.snap.jobs
+    snap_jobs = [every[j] for j in jobs]  # comprehensions (admit.py's note on maps)
     # the arrays come from the validated snapshot: the problem without build's checks (the same arrays)
     problem = ReclaimProblem.trusted(
         server_gpus=cl.gpus[loaned], job_workers=cl.workers[at], job_min=cl.min_w[at], job_gpus_per_worker=cl.gpw[at],
-        restart_cost=list(map(_RESTART, snap_jobs)), preempt_cost=list(map(_PREEMPT, snap_jobs)),
+        restart_cost=[j.restart_penalty for j in snap_jobs], preempt_cost=[j.preemption_penalty for j in snap_jobs],
         host_job=hj, host_server=hs, host_count=hc, count=k)
     res = None
     if settings.reclaim == "exact":
@@ -123,7 +123,7 @@ def _hosts_arrays(cl, before: tuple, loaned: np.ndarray) -> tuple[list[int], lis
     """:func:`_hosts_loop` by C-level chains over every running job's entries (job order, each placement's order)
     and array masks: on 50,000 jobs the loop was a third of the step. O(J + H) in C."""
     run = np.flatnonzero(cl.workers).tolist()  # the running jobs (workers are positive: a non-empty placement)
-    places = list(map(before.__getitem__, run))
+    places = [before[j] for j in run]
     sizes = np.fromiter(map(len, places), np.int64, len(places))
     n_ent = int(sizes.sum())
     srv = np.fromiter(chain.from_iterable(places), np.int64, n_ent)
@@ -144,4 +144,3 @@ def _hosts_arrays(cl, before: tuple, loaned: np.ndarray) -> tuple[list[int], lis
 #: Jobs from which :func:`reclaim` lists the host pairs by array operations (:func:`_hosts_arrays`).
 _ARRAYS_MIN_JOBS = 2_000
 
-_RESTART, _PREEMPT = attrgetter("restart_penalty"), attrgetter("preemption_penalty")

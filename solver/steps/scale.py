@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from operator import attrgetter
 
 import numpy as np
 from lyra_solver.formulations import SolveResult, relative_gap
@@ -203,7 +202,7 @@ def _scale_joint(state: RoundState, settings: Settings) -> Scaled:
     report = StepReport.of(res, method=f"mckp-{res.method}")
     if thinned:
         report = StepReport(f"mckp-{res.method}-thinned", "feasible", res.objective, None, None)
-    held_a = np.fromiter(map(cur.__getitem__, jobs), np.int64, len(jobs))  # no admission here: the placements held
+    held_a = np.fromiter([cur[j] for j in jobs], np.int64, len(jobs))  # no admission here: the placements held
     held_a.setflags(write=False)
     return Scaled(jobs, table, targets.astype(np.int64), report, held=held_a)
 
@@ -341,7 +340,6 @@ def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
     return out, True
 
 
-_THROUGHPUT, _WORK, _RESTART = (attrgetter(name) for name in ("throughput", "remaining_work", "restart_penalty"))
 
 
 def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, capacity: int,
@@ -371,23 +369,25 @@ def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, c
         return None  # value_table's choice of backend, on the whole table
     # the job structs are read for the table's rows and the restarts only (about a third of the jobs on the
     # simulator's rounds): a job with one option and no restart charged has the value 0 at min
-    get = cl.snap.jobs.__getitem__
+    every = cl.snap.jobs  # read by comprehensions (admit.py's note on maps)
     restart = (charged & (lo != cur)).nonzero()[0]  # charged: running (cur > 0) and untouched
     fixed = np.zeros(len(jobs))  # the table's T(min) - T(min) - penalty x restart, at min
     if restart.size:
-        fixed[restart] = 0.0 - np.fromiter(map(_RESTART, map(get, idx[restart].tolist())), np.float64, restart.size)
+        fixed[restart] = 0.0 - np.fromiter([every[j].restart_penalty for j in idx[restart].tolist()], np.float64,
+                                           restart.size)
     rows = (top > lo).nonzero()[0]
     if rows.size == 0:
         empty = np.zeros((0, 1))
         none = np.zeros(0, np.int64)
         return ValueTable(empty, empty.astype(np.int64), empty, none, none.copy()), rows, fixed
-    run = list(map(get, idx[rows].tolist()))
-    pen = np.fromiter(map(_RESTART, run), np.float64, len(run))
+    run = [every[j] for j in idx[rows].tolist()]
+    pen = np.fromiter([j.restart_penalty for j in run], np.float64, len(run))
     charged = charged[rows]
     if not charged.all():
         pen[~charged] = 0.0
-    table = lyra_table(list(map(_THROUGHPUT, run)), lo[rows], top[rows], g[rows], cur[rows],
-                       np.fromiter(map(_WORK, run), np.float64, len(run)), pen, server_gpus=cl.server_gpus)
+    table = lyra_table([j.throughput for j in run], lo[rows], top[rows], g[rows], cur[rows],
+                       np.fromiter([j.remaining_work for j in run], np.float64, len(run)), pen,
+                       server_gpus=cl.server_gpus)
     return table, rows, fixed
 
 
