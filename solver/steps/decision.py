@@ -11,8 +11,8 @@ reclaimed and loaned), for a caller that holds every job's placement itself (the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain, compress, filterfalse
-from operator import attrgetter, is_not
+from itertools import chain, compress
+from operator import is_not
 
 import numpy as np
 from lyra_solver.formulations.vocabulary import OBJECTIVES
@@ -224,12 +224,12 @@ def _decision(state: RoundState) -> Decision:
         if borrowed:  # their servers in one C-level pass, not a test per placement
             hosting = set(borrowed).intersection(chain.from_iterable(made))
         # the jobs that ran before the round (a snapshot placement, even an empty one) and run no more
-        preempted = list(filterfalse(placement.__getitem__, cl.held))
+        preempted = [j for j in cl.held if not placement[j]]  # (a map of tuple.__getitem__: twice the time)
         for j in preempted:
             out[j] = _PREEMPT
         preemptions = len(preempted)
         # in job order, frozen at once (the struct keeps it)
-        jobs = FrozenDict(zip(map(_ID, snap_jobs), out, strict=True))
+        jobs = FrozenDict(zip([j.id for j in snap_jobs], out, strict=True))  # (an attrgetter: 1.4x)
     loan = [ids[s] for s in borrowed if s in hosting]
     reports = {"reclaim": rec.report, "allocation": sc.report, "placement": pl.report}
     summary = Summary(
@@ -286,8 +286,6 @@ def _running(cl, placement: tuple, ids: list[str]) -> tuple[list, tuple[np.ndarr
         out[j] = make("run", w, named, before is None or named != snap_jobs[j].placement)
     return out, (at, np.fromiter(run_w, np.int64, len(run_w))), made
 
-
-_ID = attrgetter("id")
 
 #: Jobs from which :func:`_decision` loops over the jobs that run only and finds the preempted ones by array
 #: operations; below it (the simulator's rounds of a few hundred jobs, most of them running) one pass over every
