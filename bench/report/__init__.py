@@ -47,8 +47,8 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to twelfth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP (issue 24)",
-            path="docs/bench/speed.md"),
+    Section("Speed, third to thirteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
+            "(issue 24)", path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
             command="python -m lyra_solver.bench.round_speed --sim"),
@@ -90,14 +90,18 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "not met (1.03-1.08x off on this session's host, 1.22-1.39x before the tenth pass; 1.7x on the sixth pass's "
      "before the eighth pass; at the eleventh pass, same code, a noisier host: 8.2-9.0 s over seven runs, medians of "
      "three 8.8 and 8.5 s, 1.06-1.10x, section Speed eleventh pass; at the twelfth, 8.1, 8.2, 8.2 s in a quiet "
-     "stretch, 1.02x, and 9.2, 9.4, 8.6 s in a busier one)"),
+     "stretch, 1.02x, and 9.2, 9.4, 8.6 s in a busier one). Since the thirteenth pass (the keeper's structs "
+     "brought up to now in place, changes_of in C, the queued jobs as an array, comprehensions over maps; the same "
+     "results for all 16 policies): 7.6, 7.4, 7.8 s at 18:53 UTC (median 0.95x) and 8.2, 8.0, 7.7 s at 18:23 UTC "
+     "(part of it), but 8.7, 8.6, 9.2 s at 19:12 UTC, a busy stretch (1.09x) where the code before took 9.2-11.9 "
+     "s: met in quiet stretches, not in busy ones; section Speed thirteenth pass"),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
      'the same run: 55.2 s replay wall (55.3 CPU s, decide 38.4 s over 75,583 rounds, p50 0.47 ms; command 59.4 s), '
      "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
      "58.6 and 57.0 s; the same summary.json (sections Round speed, Speed tenth pass). The ninth pass's runs: "
      "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
      "met on this session's host in every run since the tenth pass (0.82-0.92x; 49.1 and 57.1 s at the eleventh "
-     "pass, worst 0.95x; 52.0 and 50.5 s at the twelfth)"),
+     "pass, worst 0.95x; 52.0 and 50.5 s at the twelfth; 47.4 and 47.8 s at the thirteenth)"),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
      'snapshot, CPU median of 5 warm calls (kernels loaded): 0.145 s; 0.105 s at 11:58 UTC (both runs with the place '
@@ -108,13 +112,14 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "met on the sixth pass's host (1.3x under); not on this one (1.05-1.25x off over four seeds at the tenth "
      "pass's end; 0.111-0.136 s, 1.11-1.36x, in new processes at the eleventh, a memory-bound round whose spread "
      "between processes is as large as the gap; 0.108-0.129 s over seeds 1-4 at the twelfth, 0.101-0.133 s over "
-     "seeds 5-8, worst 1.33x at 20% running)"),
+     "seeds 5-8, worst 1.33x at 20% running; 0.104-0.123 s at the thirteenth, whose comprehensions took 3-4 ms "
+     "off it)"),
     (24, 'parse and validation of that snapshot at most 0.15 s',
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
      'other generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, '
-     'worst 0.133 s (section Speed, third to twelfth passes); after the eighth pass the four snapshots of seeds 1-4, '
-     'three passes each: 0.119-0.159 s (seed 1 worst)',
+     'worst 0.133 s (section Speed, third to thirteenth passes); after the eighth pass the four snapshots of seeds '
+     '1-4, three passes each: 0.119-0.159 s (seed 1 worst)',
      "met on the sixth pass's host (0.63x); on this session's host in most runs before the twelfth pass, not in "
      "all (worst 1.06x; 0.119-0.135 s at the eleventh; over seeds 1-4, three rounds at 15:27-15:32 UTC, a loaded "
      "stretch: 0.122-0.221 s, over the target in 4 of 12); since the twelfth pass's promotion of the parsed "
@@ -122,7 +127,7 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "seeds 1-4 alternated with the code before it (0.118-0.133 s; section Speed twelfth pass), 0.109-0.119 s "
      "over seeds 5-8 (20-90% running, three rounds): met in every quiet run (0.71-0.81x); beside a memory-bound "
      "process on the other core, 0.108-0.189 s over ten runs, over the target in one (seed 3, 1.26x): not robust "
-     "under contention"),
+     "under contention; 0.110-0.121 s in the thirteenth pass's four runs of round_speed"),
     (24, 'exact MCKP, uncorrelated 100 x 10 (R = 1,000): at most 0.1 ms per call (the fixed cost), 10 seeds',
      "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
      'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
