@@ -94,14 +94,16 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "brought up to now in place, changes_of in C, the queued jobs as an array, comprehensions over maps; the same "
      "results for all 16 policies): 7.6, 7.4, 7.8 s at 18:53 UTC (median 0.95x) and 8.2, 8.0, 7.7 s at 18:23 UTC "
      "(part of it), but 8.7, 8.6, 9.2 s at 19:12 UTC, a busy stretch (1.09x) where the code before took 9.2-11.9 "
-     "s: met in quiet stretches, not in busy ones; section Speed thirteenth pass"),
+     "s, and 8.2, 9.1 and 10.2 s with the host loaded (yardsticks 1.4-1.6x their usual): met in quiet stretches, "
+     "not in busy ones; section Speed thirteenth pass"),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
      'the same run: 55.2 s replay wall (55.3 CPU s, decide 38.4 s over 75,583 rounds, p50 0.47 ms; command 59.4 s), '
      "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
      "58.6 and 57.0 s; the same summary.json (sections Round speed, Speed tenth pass). The ninth pass's runs: "
      "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
      "met on this session's host in every run since the tenth pass (0.82-0.92x; 49.1 and 57.1 s at the eleventh "
-     "pass, worst 0.95x; 52.0 and 50.5 s at the twelfth; 47.4 and 47.8 s at the thirteenth)"),
+     "pass, worst 0.95x; 52.0 and 50.5 s at the twelfth; 47.4 and 47.8 s at the thirteenth, and 59.0 and 51.4 s "
+     "with the host loaded, its struct attributes yardstick 1.4-1.5x its usual)"),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
      'snapshot, CPU median of 5 warm calls (kernels loaded): 0.145 s; 0.105 s at 11:58 UTC (both runs with the place '
@@ -113,7 +115,7 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "pass's end; 0.111-0.136 s, 1.11-1.36x, in new processes at the eleventh, a memory-bound round whose spread "
      "between processes is as large as the gap; 0.108-0.129 s over seeds 1-4 at the twelfth, 0.101-0.133 s over "
      "seeds 5-8, worst 1.33x at 20% running; 0.104-0.123 s at the thirteenth, whose comprehensions took 3-4 ms "
-     "off it)"),
+     "off it, and 0.152-0.194 s with the host loaded)"),
     (24, 'parse and validation of that snapshot at most 0.15 s',
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
@@ -127,7 +129,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "seeds 1-4 alternated with the code before it (0.118-0.133 s; section Speed twelfth pass), 0.109-0.119 s "
      "over seeds 5-8 (20-90% running, three rounds): met in every quiet run (0.71-0.81x); beside a memory-bound "
      "process on the other core, 0.108-0.189 s over ten runs, over the target in one (seed 3, 1.26x): not robust "
-     "under contention; 0.110-0.121 s in the thirteenth pass's four runs of round_speed"),
+     "under contention; 0.110-0.121 s in the thirteenth pass's runs of round_speed, 0.178 and 0.208 s in two "
+     "with the host loaded (yardsticks 1.4-1.6x their usual)"),
     (24, 'exact MCKP, uncorrelated 100 x 10 (R = 1,000): at most 0.1 ms per call (the fixed cost), 10 seeds',
      "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
      'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
