@@ -92,10 +92,10 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "three 8.8 and 8.5 s, 1.06-1.10x, section Speed eleventh pass; at the twelfth, 8.1, 8.2, 8.2 s in a quiet "
      "stretch, 1.02x, and 9.2, 9.4, 8.6 s in a busier one). Since the thirteenth pass (the keeper's structs "
      "brought up to now in place, changes_of in C, the queued jobs as an array, comprehensions over maps; the same "
-     "results for all 16 policies): 7.6, 7.4, 7.8 s at 18:53 UTC (median 0.95x) and 8.2, 8.0, 7.7 s at 18:23 UTC "
-     "(part of it), but 8.7, 8.6, 9.2 s at 19:12 UTC, a busy stretch (1.09x) where the code before took 9.2-11.9 "
-     "s, and 8.2, 9.1 and 10.2 s with the host loaded (yardsticks 1.4-1.6x their usual): met in quiet stretches, "
-     "not in busy ones; section Speed thirteenth pass"),
+     "results for all 16 policies; about 0.5 s less, alternated): 7.6, 7.4, 7.8 s at 18:53 UTC (median 0.95x) "
+     "and 8.2, 8.0, 7.7 s at 18:23 UTC (part of it), but medians of 8.7 s at 19:12 UTC (1.09x; the code before "
+     "took 9.2-11.9 s in that hour), 8.2, 9.1 and 10.2 s with the host loaded (yardsticks 1.4-1.6x their usual) "
+     "and 9.9 s at 19:50 UTC: met in the quietest run, not robustly; section Speed thirteenth pass"),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
      'the same run: 55.2 s replay wall (55.3 CPU s, decide 38.4 s over 75,583 rounds, p50 0.47 ms; command 59.4 s), '
      "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
