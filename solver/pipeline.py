@@ -26,15 +26,13 @@ preemption cost, JCT-reduction values, knapsack-driven scaling).
 """
 from __future__ import annotations
 
-import functools
-import gc
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
-from typing import ParamSpec, TypeVar
+from collections.abc import Sequence
 
 import msgspec
+from lyra_solver._collector import paused
 from lyra_solver.errors import InputError
 from lyra_solver.formulations.vocabulary import (
     ALLOCATIONS,
@@ -99,31 +97,7 @@ def settings_of(snap: Snapshot, **overrides) -> Settings:
     return Settings(**base)
 
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _collector_paused(func: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run ``func`` with Python's cyclic garbage collector paused, restored afterwards (even on error).
-
-    A round allocates hundreds of thousands of small acyclic objects (dicts, tuples, job decisions); their
-    allocation bursts trigger collections that rescan every live object, about a fifth of the time of a
-    50,000-job round. A round makes no reference cycles, so pausing frees nothing later than it would be
-    freed anyway; a collector already disabled by the application is left as it is.
-    """
-    @functools.wraps(func)
-    def paused(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        if not gc.isenabled():
-            return func(*args, **kwargs)
-        gc.disable()
-        try:
-            return func(*args, **kwargs)
-        finally:
-            gc.enable()
-    return paused
-
-
-@_collector_paused
+@paused  # the collector paused for the round (lyra_solver._collector)
 def decide(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocation: Allocation | None = None,
            reclaim: ReclaimOption | None = None, placement: PlacementOption | None = None,
            packing: Packing | None = None, time_limit: float | None = None, timings: bool = False,
@@ -186,7 +160,7 @@ def decide(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocation: A
                    objective=objective)
 
 
-@_collector_paused
+@paused  # the collector paused for the round (lyra_solver._collector)
 def decide_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocation: Allocation | None = None,
                  reclaim: ReclaimOption | None = None, placement: PlacementOption | None = None,
                  packing: Packing | None = None, time_limit: float | None = None, timings: bool = False,
@@ -255,7 +229,7 @@ def _settings(snapshot: Snapshot, values: tuple) -> dict:
     return dict(fields)
 
 
-@_collector_paused
+@paused  # the collector paused for the round (lyra_solver._collector)
 def changes_built(snapshot: Snapshot, *, queue: QueueOrder | None = None, allocation: Allocation | None = None,
                   reclaim: ReclaimOption | None = None, placement: PlacementOption | None = None,
                   time_limit: float | None = None, backend: str = "auto", deterministic: bool = False,

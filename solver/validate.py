@@ -19,8 +19,6 @@ read-only dicts), so no change after validation can go unchecked: a changed snap
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import json
 import math
@@ -35,6 +33,7 @@ from typing import TypeVar
 import msgspec
 import msgspec.inspect as _inspect
 import numpy as np
+from lyra_solver._collector import Paused
 from lyra_solver.errors import InputError
 from lyra_solver.types import (
     Inference,
@@ -68,56 +67,19 @@ _raw_encoder = msgspec.json.Encoder(enc_hook=numpy_scalar)
 
 def parse_snapshot(data: bytes) -> Snapshot:
     """Decode and validate a snapshot (format_version 1) from JSON bytes. Raises :class:`InputError`."""
-    with _collector_paused(promote=len(data) >= PROMOTE_MIN_BYTES):
+    with Paused(promote=len(data) >= PROMOTE_MIN_BYTES):
         snap, columns = _decode(data, Snapshot)
         _check_decoded(snap, columns)
     _remember(snap)
     return snap
 
 
-#: JSON size from which :func:`parse_snapshot` moves what it made past the young collections (see
-#: :func:`_collector_paused`): about 4,000 jobs of ``bench decide``'s snapshots. Measured with a young collection
-#: right after each parse (CPU medians, 2-core EPYC): at 1,000 and 4,000 jobs (0.3 and 1.1 MB) the parse takes as
-#: long either way (1.9 and 7.4-7.8 ms), at 10,000 (2.8 MB) 1-1.5 ms less, at 50,000 10-18 ms less. A smaller
-#: snapshot's parse leaves the collector alone.
+#: JSON size from which :func:`parse_snapshot` moves what it made past the young collections
+#: (:class:`lyra_solver._collector.Paused`): about 4,000 jobs of ``bench decide``'s snapshots. Measured with a young
+#: collection right after each parse (CPU medians, 2-core EPYC): at 1,000 and 4,000 jobs (0.3 and 1.1 MB) the parse
+#: takes as long either way (1.9 and 7.4-7.8 ms), at 10,000 (2.8 MB) 1-1.5 ms less, at 50,000 10-18 ms less. A
+#: smaller snapshot's parse leaves the collector alone.
 PROMOTE_MIN_BYTES = 1 << 20
-
-
-@contextlib.contextmanager
-def _collector_paused(*, promote: bool = False):
-    """The cyclic garbage collector off for the duration (if it was on), on again after, whatever happens.
-
-    Decoding a large snapshot allocates tens of thousands of tracked containers (its dicts and tuples), and the
-    collections their count triggers go over them again and again (about a tenth of the parse of 50,000 jobs);
-    parsing makes no reference cycles, so the pause only defers other code's cyclic garbage by the parse's
-    duration. A caller who turned the collector off keeps it off; threads parsing at once leave it on when the
-    first to pause it resumes it (never off for good).
-
-    ``promote``: the parse's own containers then skip the young collections. The application's young objects are
-    collected first (``gc.collect(1)``: what the young generations hold, a few thousand objects at the default
-    thresholds, its survivors moved up as a collection moves them), and after the parse everything tracked moves
-    to the oldest generation (:func:`gc.freeze` then :func:`gc.unfreeze`: two list splices, O(1)), which now holds
-    the parse's containers besides what was there. Otherwise the first allocation after the parse starts a young
-    collection that scans every container the parse made (27,000 on a 50,000-job snapshot: 10-18 ms, a tenth of
-    the parse) only to find no garbage: the snapshot is acyclic and lives until its caller drops it, when
-    reference counting frees it.
-    Not done where the application keeps objects frozen itself (:func:`gc.get_freeze_count` not 0), which
-    ``unfreeze`` would undo.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    promote = promote and gc.get_freeze_count() == 0
-    if promote:
-        gc.collect(1)
-    gc.disable()
-    try:
-        yield
-    finally:
-        if promote and gc.get_freeze_count() == 0:
-            gc.freeze()
-            gc.unfreeze()
-        gc.enable()
 
 
 def validate_snapshot(snapshot: Snapshot | Mapping) -> Snapshot:
