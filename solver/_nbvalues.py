@@ -56,3 +56,83 @@ def profile_table(model, per_server, mins, maxs, gpw, cur, work, pen, m, stack, 
                 r = 1.0 if (c > 0 and w[i, o] != c) else 0.0
                 values[i, o] = (t0 - times[i, o]) - pen[i] * r
     return w, times, values, weights
+
+
+@numba.njit(cache=True, nogil=True)
+def scale_columns(counts, admitted, shrunk, donors, min_w, max_w, gpw, gpus, used,
+                  usable):  # pragma: no cover - compiled
+    """The scale step's columns of the jobs that run (:func:`lyra_solver.steps.scale._columns_numpy`, the same
+    integers): ``counts`` every job's workers after admission (the ``admitted`` jobs' at their base demand),
+    ``shrunk`` and ``donors`` the jobs the reclaim shrank and the donors of admission, the index view's job and
+    server columns, the GPUs ``used`` on each server and the ``usable`` servers' mask. Returns the jobs that run
+    (``counts`` non-zero), the workers each holds (0: admitted), the capacity (free GPUs of the usable servers plus
+    the extra GPUs held above base demand), the widest row's option count over them all, the positions of the
+    jobs charged a restart at their base demand, and, for the positions with more than one option (the table's
+    rows), those positions and their min, max, GPUs per worker, held workers and restart charge."""
+    n = counts.shape[0]
+    mark = np.zeros(n, np.uint8)  # 1: admitted, 2: shrunk by the reclaim, 4: a donor
+    for a in admitted:
+        mark[a] |= 1
+    for a in shrunk:
+        mark[a] |= 2
+    for a in donors:
+        mark[a] |= 4
+    free = 0
+    for s in range(gpus.shape[0]):
+        if usable[s]:
+            free += gpus[s] - used[s]
+    n_run = 0
+    for j in range(n):
+        if counts[j] != 0:
+            n_run += 1
+    run = np.empty(n_run, np.int64)
+    held = np.empty(n_run, np.int64)
+    extra = 0
+    k = 0
+    for j in range(n):
+        c = counts[j]
+        if c != 0:
+            h = 0 if mark[j] & 1 else c
+            run[k] = j
+            held[k] = h
+            if h > 0:
+                extra += (h - min_w[j]) * gpw[j]
+            k += 1
+    capacity = free + extra
+    restart = np.empty(n_run, np.int64)
+    rows = np.empty(n_run, np.int64)
+    lo_r = np.empty(n_run, np.int64)
+    top_r = np.empty(n_run, np.int64)
+    g_r = np.empty(n_run, np.int64)
+    cur_r = np.empty(n_run, np.int64)
+    charged_r = np.empty(n_run, np.bool_)
+    n_restart = 0
+    n_rows = 0
+    width = 0
+    for k in range(n_run):
+        j = run[k]
+        lo = min_w[j]
+        g = gpw[j]
+        h = held[k]
+        top = lo + capacity // g
+        if max_w[j] < top:
+            top = max_w[j]
+        charged = h > 0 and (mark[j] & 2) == 0
+        if mark[j] & 4:  # a donor keeps its count (and restarts anyway)
+            top = h
+            charged = False
+        if k == 0 or top - lo > width:
+            width = top - lo
+        if charged and lo != h:
+            restart[n_restart] = k
+            n_restart += 1
+        if top > lo:
+            rows[n_rows] = k
+            lo_r[n_rows] = lo
+            top_r[n_rows] = top
+            g_r[n_rows] = g
+            cur_r[n_rows] = h
+            charged_r[n_rows] = charged
+            n_rows += 1
+    return (run, held, capacity, width + 1, restart[:n_restart].copy(), rows[:n_rows].copy(), lo_r[:n_rows].copy(),
+            top_r[:n_rows].copy(), g_r[:n_rows].copy(), cur_r[:n_rows].copy(), charged_r[:n_rows].copy())

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import NamedTuple
 
 import numpy as np
 from lyra_solver.formulations import SolveResult, relative_gap
 from lyra_solver.formulations.mckp import MCKPProblem, solve_mckp
+from lyra_solver.formulations.mckp._numba import loaded
 from lyra_solver.formulations.mckp.greedy import greedy_choice, table_choice
 from lyra_solver.formulations.mckp.thinning import thin_steps, zoom_window
 from lyra_solver.formulations.vocabulary import ALLOCATION_METHOD, OBJECTIVES
 from lyra_solver.objectives import JOINT_ADMISSION, horizons, preempt_values, wait_values
 from lyra_solver.steps._state import (
+    Cluster,
     RoundState,
     Scaled,
     Settings,
@@ -35,8 +38,9 @@ from lyra_solver.values import (
     TIME_CAP,
     JobOptions,
     ValueTable,
+    _value_kernels,
     lp_bound,
-    lyra_table,
+    lyra_table_of_jobs,
     option_grid,
     option_value,
     resolve_backend,
@@ -59,17 +63,14 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         return _scale_joint(state, settings)
     cl, adm, rec = state.cluster, state.admitted, state.reclaimed
     snap = cl.snap
-    # the jobs that run, in job order, with their current counts (0: admitted) and the extra GPUs they hold
+    # the jobs that run, in job order, with their current counts (0: admitted), the capacity (the free GPUs of the
+    # usable servers and the extra GPUs that running jobs hold) and Lyra's table's columns
     counts = worker_counts(cl, adm.placement, adm.admitted)  # admitted: at base demand
-    run = counts.nonzero()[0]  # 1-D arrays here and below: nonzero()[0] is flatnonzero without its ravel call
-    if adm.admitted:
-        counts[np.fromiter(adm.admitted, np.int64, len(adm.admitted))] = 0
-    held = counts[run]
+    cols = _columns(cl, counts, adm.admitted, rec.shrunk, adm.donors, used_gpus(cl, adm.placement),
+                    usable_servers(cl, rec, state.borrowed))
+    run, held, capacity = cols.run, cols.held, cols.capacity
     held.setflags(write=False)  # kept for the place step (Scaled.held)
-    extra_gpus = int(((held - cl.min_w[run]) * cl.gpw[run])[held > 0].sum())
     jobs = tuple(run.tolist())
-    usable = usable_servers(cl, rec, state.borrowed)
-    capacity = int((cl.gpus - used_gpus(cl, adm.placement))[usable].sum()) + extra_gpus
     if not jobs:
         empty = np.zeros((0, 1))
         return Scaled((), ValueTable(empty, empty.astype(np.int64), empty, np.zeros(0, np.int64),
@@ -79,7 +80,7 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     # extra workers are within it): a table within the limit that way needs no thinning
     table, opts, thinned, rows, fixed = None, None, False, None, None
     if settings.objective == OBJECTIVES[0] and len(jobs) * (capacity + 1) <= MAX_TABLE_CELLS:
-        lyra = _lyra_table(state, jobs, held, capacity, settings.backend, run)
+        lyra = _lyra_table(cl, cols, settings.backend)
         if lyra is not None:
             table, rows, fixed = lyra
     if table is None:
@@ -102,8 +103,9 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
                               capacity)
         if choice is not None:
             lo = table.min_workers
-            targets[rows] = np.clip(lo + choice, lo, lo + table.sizes - 1)
-            return Scaled(jobs, table, targets, StepReport("mckp-greedy", "feasible"), rows, fixed, held)
+            # np.clip's values, without its per-call dtype checks
+            targets[rows] = np.minimum(np.maximum(lo + choice, lo), lo + table.sizes - 1)
+            return Scaled(jobs, table, targets, _GREEDY_REPORT, rows, fixed, held)
     values = table.values[elastic]
     # the table's own arrays (int64 weights >= 0, sizes >= 1, values finite once the padding's -inf are 0)
     problem = MCKPProblem.from_table(table.weights[elastic], np.where(np.isfinite(values), values, 0.0),
@@ -135,6 +137,10 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
         targets[elastic] = chosen
         report = _thinned_report(res, value, opts, table, elastic, capacity, cl.server_gpus, settings)
     return Scaled(jobs, table, targets, report, rows, fixed, held)
+
+
+#: The report of the greedy's choice that nobody reads (frozen: one shared instance)
+_GREEDY_REPORT = StepReport("mckp-greedy", "feasible")
 
 
 def _scale_joint(state: RoundState, settings: Settings) -> Scaled:
@@ -342,59 +348,93 @@ def _thin(opts: list[JobOptions]) -> tuple[list[JobOptions], bool]:
 
 
 
-def _lyra_table(state: RoundState, jobs: tuple[int, ...], current: np.ndarray, capacity: int,
-                backend: str, idx: np.ndarray | None = None) -> tuple[ValueTable, np.ndarray, np.ndarray] | None:
-    """Lyra's value table of the jobs that run with more than one option, the options of :func:`job_options`
-    (same ranges, counts and restarts) taken as columns from the index view's arrays
-    (:func:`lyra_solver.values.lyra_table`), without a :class:`JobOptions` per job: those rows of the table
-    :func:`value_table` makes of them, bit for bit. Returns ``(table, rows, fixed)``: ``rows`` the positions in
-    ``jobs`` of the table's rows; ``fixed`` every job's value at ``min_workers``, the table's first column, which
-    needs no rate (``T(min) - T(min)`` is 0: times are finite), only the restart. ``None`` where ``backend``
-    would run the whole table on a GPU library (the caller then builds the options). ``idx``: ``jobs`` as an
-    int64 array, where the caller has it. O(J) array work and O(E M) for the table of the E jobs with a choice."""
-    cl, shrunk, donors = state.cluster, state.reclaimed.shrunk, state.admitted.donors
-    if idx is None:
-        idx = np.fromiter(jobs, np.int64, len(jobs))
-    lo, g = cl.min_w[idx], cl.gpw[idx]
-    top = np.minimum(cl.max_w[idx], lo + capacity // g)
-    cur = current
-    charged = cur > 0  # restart charged: running, and neither shrunk by the reclaim nor a donor
-    if shrunk:
-        charged &= ~_member(shrunk, idx, cl.gpw.shape[0])
-    if donors:  # a donor keeps its count (and restarts anyway)
-        gave = _member(donors, idx, cl.gpw.shape[0])
-        top = np.where(gave, cur, top)
+class _Columns(NamedTuple):
+    """The scale step's columns of the jobs that run (:func:`_columns`)."""
+
+    run: np.ndarray  # the jobs that run (a non-zero count after admission), in job order
+    held: np.ndarray  # the workers each holds after admission, 0 for an admitted job
+    capacity: int  # the free GPUs of the usable servers plus the GPUs held above base demand
+    width: int  # the most options of any job that runs (max - min + 1 over them all; at most 0 where none fits)
+    restart: np.ndarray  # positions in ``run`` of the jobs charged a restart at their base demand
+    rows: np.ndarray  # positions in ``run`` of the jobs with more than one option: Lyra's table's rows
+    lo: np.ndarray  # per row: min_workers
+    top: np.ndarray  # per row: the most workers (max_workers, capacity-cut; a donor's held count)
+    gpw: np.ndarray  # per row: GPUs per worker
+    cur: np.ndarray  # per row: held workers
+    charged: np.ndarray  # per row: restart charged (running, and neither shrunk by the reclaim nor a donor)
+
+
+def _columns(cl: Cluster, counts: np.ndarray, admitted: tuple[int, ...], shrunk: frozenset[int],
+             donors: frozenset[int], used: np.ndarray, usable: np.ndarray) -> _Columns:
+    """The columns of the jobs that run (:class:`_Columns`) from every job's workers after admission (``counts``,
+    the ``admitted`` jobs at base demand), by the compiled twin (:func:`lyra_solver._nbvalues.scale_columns`) once
+    the package's kernels are loaded in the process, else by :func:`_columns_numpy`: the same integers. A job
+    shrunk by the reclaim or a donor pays no restart (it restarts anyway); a donor keeps its count (it does not
+    grow back in the round it gave workers); options heavier than the capacity are cut. O(J + S)."""
+    nb = _value_kernels() if loaded() else None
+    marks = [np.fromiter(a, np.int64, len(a)) for a in (admitted, shrunk, donors)]
+    if nb is not None:
+        return _Columns(*nb.scale_columns(counts, *marks, cl.min_w, cl.max_w, cl.gpw, cl.gpus, used, usable))
+    return _columns_numpy(cl, counts, *marks, used, usable)
+
+
+def _columns_numpy(cl: Cluster, counts: np.ndarray, admitted: np.ndarray, shrunk: np.ndarray, donors: np.ndarray,
+                   used: np.ndarray, usable: np.ndarray) -> _Columns:
+    """:func:`_columns` by numpy (the job index arrays as int64 arrays; ``counts`` is written). O(J + S)."""
+    run = counts.nonzero()[0]  # 1-D arrays here and below: nonzero()[0] is flatnonzero without its ravel call
+    if admitted.size:
+        counts[admitted] = 0
+    held = counts[run]
+    lo, g = cl.min_w[run], cl.gpw[run]
+    extra_gpus = int(((held - lo) * g)[held > 0].sum())
+    capacity = int((cl.gpus - used)[usable].sum()) + extra_gpus
+    top = np.minimum(cl.max_w[run], lo + capacity // g)
+    charged = held > 0
+    if shrunk.size:
+        charged &= ~_member(shrunk, run, cl.gpw.shape[0])
+    if donors.size:  # a donor keeps its count (and restarts anyway)
+        gave = _member(donors, run, cl.gpw.shape[0])
+        top = np.where(gave, held, top)
         charged &= ~gave
-    if backend != "numpy" and resolve_backend(backend, len(jobs) * (int((top - lo).max()) + 1)) != "numpy":
+    width = int((top - lo).max()) + 1 if run.size else 1
+    restart = (charged & (lo != held)).nonzero()[0]
+    rows = (top > lo).nonzero()[0]
+    return _Columns(run, held, capacity, width, restart, rows, lo[rows], top[rows], g[rows], held[rows],
+                    charged[rows])
+
+
+def _lyra_table(cl: Cluster, cols: _Columns, backend: str) -> tuple[ValueTable, np.ndarray, np.ndarray] | None:
+    """Lyra's value table of the jobs that run with more than one option, the options of :func:`job_options`
+    (same ranges, counts and restarts) taken from their columns (:func:`_columns`) by
+    :func:`lyra_solver.values.lyra_table`, without a :class:`JobOptions` per job: those rows of the table
+    :func:`value_table` makes of them, bit for bit. Returns ``(table, rows, fixed)``: ``rows`` the positions in
+    ``cols.run`` of the table's rows; ``fixed`` every job's value at ``min_workers``, the table's first column,
+    which needs no rate (``T(min) - T(min)`` is 0: times are finite), only the restart. ``None`` where ``backend``
+    would run the whole table on a GPU library (the caller then builds the options). O(E M) for the table of the
+    E jobs with a choice, plus reading the structs of those and of the jobs charged a restart."""
+    run, rows, restart = cols.run, cols.rows, cols.restart
+    if backend != "numpy" and resolve_backend(backend, run.shape[0] * cols.width) != "numpy":
         return None  # value_table's choice of backend, on the whole table
     # the job structs are read for the table's rows and the restarts only (about a third of the jobs on the
     # simulator's rounds): a job with one option and no restart charged has the value 0 at min
     every = cl.snap.jobs  # read by comprehensions (admit.py's note on maps)
-    restart = (charged & (lo != cur)).nonzero()[0]  # charged: running (cur > 0) and untouched
-    fixed = np.zeros(len(jobs))  # the table's T(min) - T(min) - penalty x restart, at min
+    fixed = np.zeros(run.shape[0])  # the table's T(min) - T(min) - penalty x restart, at min
     if restart.size:
-        fixed[restart] = 0.0 - np.fromiter([every[j].restart_penalty for j in idx[restart].tolist()], np.float64,
+        fixed[restart] = 0.0 - np.fromiter([every[j].restart_penalty for j in run[restart].tolist()], np.float64,
                                            restart.size)
-    rows = (top > lo).nonzero()[0]
     if rows.size == 0:
         empty = np.zeros((0, 1))
         none = np.zeros(0, np.int64)
         return ValueTable(empty, empty.astype(np.int64), empty, none, none.copy()), rows, fixed
-    run = [every[j] for j in idx[rows].tolist()]
-    pen = np.fromiter([j.restart_penalty for j in run], np.float64, len(run))
-    charged = charged[rows]
-    if not charged.all():
-        pen[~charged] = 0.0
-    table = lyra_table([j.throughput for j in run], lo[rows], top[rows], g[rows], cur[rows],
-                       np.fromiter([j.remaining_work for j in run], np.float64, len(run)), pen,
-                       server_gpus=cl.server_gpus)
+    table = lyra_table_of_jobs([every[j] for j in run[rows].tolist()], cols.lo, cols.top, cols.gpw, cols.cur,
+                               cols.charged, server_gpus=cl.server_gpus)
     return table, rows, fixed
 
 
-def _member(members: frozenset[int], idx: np.ndarray, n: int) -> np.ndarray:
-    """Mask of the entries of ``idx`` (job indices below ``n``) that are in ``members``. O(n)."""
+def _member(members: np.ndarray, idx: np.ndarray, n: int) -> np.ndarray:
+    """Mask of the entries of ``idx`` (job indices below ``n``) that are in ``members`` (int64). O(n)."""
     mask = np.zeros(n, bool)
-    mask[np.fromiter(members, np.int64, len(members))] = True
+    mask[members] = True
     return mask[idx]
 
 
