@@ -48,6 +48,7 @@ class Kept:
         self.gpw = np.full(n, -1, np.int64)
         self.lo = np.full(n, -1, np.int64)
         self.hi = np.full(n, -1, np.int64)
+        self.submit = np.full(n, np.nan)  # each job's submit time (fixed, as the columns above; NaN: not shown yet)
         self.workers = np.zeros(n, np.int64)
         self.top = np.full(n, -1, np.int64)  # the highest server index of each job's placement (-1: none)
         self.has = np.zeros(n, bool)  # whether each job holds a placement (its entry of :attr:`at` is not None)
@@ -195,6 +196,7 @@ class Kept:
             for k in np.flatnonzero(lo < 0).tolist():
                 job, i = jobs[k], int(idx[k])
                 self.gpw[i], self.lo[i], self.hi[i] = job.gpus_per_worker, job.min_workers, job.max_workers
+                self.submit[i] = job.submit_time
             lo = self.lo[idx]
         if snap.servers is not self.servers and not self._index(snap.servers, active, idx):
             return None
@@ -213,7 +215,7 @@ class Kept:
         self._memo = (idx, memo)
         return Cluster.given(snap, placement=placement, held=held, workers=self.workers[idx], gpw=self.gpw[idx],
                              min_w=lo, max_w=self.hi[idx], used=np.array(self.used, np.int64), sjf_memo=memo,
-                             not_held=not_held)
+                             not_held=not_held, submit=self.submit[idx])
 
     def learn(self) -> None:
         """Keep the sjf keys that the round of the last :meth:`view` computed."""

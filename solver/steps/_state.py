@@ -114,6 +114,9 @@ class Cluster:
     #: index view's columns knows them by array operations (:meth:`given`), else ``None``: the reclaim step
     #: then finds them itself (:attr:`Reclaimed.known_queued`)
     not_held: np.ndarray | None = field(default=None, repr=False)
+    #: each job's ``submit_time`` (float64, job order, read-only) where a caller that keeps the index view's columns
+    #: keeps it too (:meth:`given`), else ``None``: the admission step reads the queued jobs' from their structs
+    submit: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, snap: Snapshot) -> Cluster:
@@ -172,7 +175,8 @@ class Cluster:
     @classmethod
     def given(cls, snap: Snapshot, *, placement: tuple[JobPlacement, ...], held: tuple[int, ...],
               workers: np.ndarray, gpw: np.ndarray, min_w: np.ndarray, max_w: np.ndarray,
-              used: np.ndarray, sjf_memo: np.ndarray | None = None, not_held: np.ndarray | None = None) -> Cluster:
+              used: np.ndarray, sjf_memo: np.ndarray | None = None, not_held: np.ndarray | None = None,
+              submit: np.ndarray | None = None) -> Cluster:
         """The index view of ``snap`` from its job columns as a caller that built the snapshot keeps them across
         rounds (the simulator, :mod:`lyra_solver.bench.sim.kept`), with servers indexed as
         :func:`server_index` of ``snap.servers`` does: each job's placement ``{server index: workers}`` (the
@@ -181,13 +185,16 @@ class Cluster:
         use on each server. Taken as :meth:`of` would make them, unchecked (the caller's tests compare the two);
         the arrays become the view's and read-only. ``sjf_memo``: :attr:`sjf_memo`, the keys the caller knows
         (float64, NaN where not), written in by the round; ``not_held``: :attr:`not_held`, the jobs that ``held``
-        lacks (int64). O(S) for a servers tuple seen last time, else O(S) more."""
+        lacks (int64); ``submit``: :attr:`submit`, the jobs' submit times (float64). O(S) for a servers tuple seen
+        last time, else O(S) more."""
         _, sid, gpus, kind, server_gpus = server_index(snap.servers)
         workers.setflags(write=False)
-        if not_held is not None:
-            not_held.setflags(write=False)
+        for a in (not_held, submit):
+            if a is not None:
+                a.setflags(write=False)
         cl = cls(snap=snap, sid=sid, gpus=gpus, kind=kind, gpw=gpw, min_w=min_w, max_w=max_w, placement=placement,
-                 server_gpus=server_gpus, held=held, workers=workers, sjf_memo=sjf_memo, not_held=not_held)
+                 server_gpus=server_gpus, held=held, workers=workers, sjf_memo=sjf_memo, not_held=not_held,
+                 submit=submit)
         remember_used(cl, placement, used)
         return cl
 

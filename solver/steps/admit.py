@@ -63,21 +63,22 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     every = snap.jobs
     # comprehensions, not maps: on Python 3.11 a map of a tuple's __getitem__ (a slot wrapper) costs twice as much,
     # of an attrgetter over structs 1.1-1.4 times (43,000 queued jobs: 1.8 against 0.7 ms, 4.1 against 2.9 ms)
-    jobs = [every[q] for q in queued]
     n = len(queued)
     if settings.queue == "sjf" and n >= _READ_ONCE_MIN:  # the key's columns and the submit times in one pass
+        jobs = [every[q] for q in queued]
         read = read_columns(jobs)
         submit, min_time = read.submit_time, times_at_min(cl, queued, jobs, at, read)
-    elif settings.queue == "sjf":
-        submit, min_time = np.fromiter([j.submit_time for j in jobs], np.float64, n), _min_times(cl, queued, jobs, at)
-    else:
-        submit, min_time = np.fromiter([j.submit_time for j in jobs], np.float64, n), None
+    else:  # the submit times from the index view's column where its caller keeps one (the simulator: no struct
+        # read for the order on most rounds, where the sjf keys are known too), else from the structs
+        submit = cl.submit[at] if cl.submit is not None else \
+            np.fromiter([every[q].submit_time for q in queued], np.float64, n)
+        min_time = _min_times(cl, queued, at) if settings.queue == "sjf" else None
     order = queue_order(  # each order reads its own key: the others are not computed; floats read into arrays
         settings.queue,
         submit_time=submit,
         min_time=min_time,
-        attained_service=np.fromiter([j.attained_service for j in jobs], np.float64, n) if settings.queue == "las"
-        else None,
+        attained_service=np.fromiter([every[q].attained_service for q in queued], np.float64, n)
+        if settings.queue == "las" else None,
     )
     usable = usable_servers(cl, reclaimed, borrowed)
     tier = _TIER_OF_KIND[cl.kind]  # a new array: training and loaned servers their tier, the others -1
@@ -233,19 +234,19 @@ def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None, idx: n
                     read=read)
 
 
-def _min_times(cl: Cluster, queued: list[int], jobs: list, at: np.ndarray) -> np.ndarray:
-    """:func:`times_at_min` of the queued jobs (``jobs`` their structs, ``at`` their indices as an array), those
-    that :attr:`Cluster.sjf_memo` knows read from it, the others computed and written in (a simulator's queued job
-    is shown as the same struct round after round, and its key is the same float). O(Q) in C plus
-    :func:`times_at_min` of the jobs not known."""
+def _min_times(cl: Cluster, queued: list[int], at: np.ndarray) -> np.ndarray:
+    """:func:`times_at_min` of the queued jobs (``at`` their indices as an array), those that
+    :attr:`Cluster.sjf_memo` knows read from it, the others computed and written in (a simulator's queued job is
+    shown as the same struct round after round, and its key is the same float). O(Q) in C plus
+    :func:`times_at_min` of the jobs not known (their structs read there)."""
     memo = cl.sjf_memo
     if memo is None:
-        return times_at_min(cl, queued, jobs, at)
+        return times_at_min(cl, queued, None, at)
     got = memo[at]
     miss = np.isnan(got).nonzero()[0]
     if miss.size:
         sub = at[miss]
-        got[miss] = times_at_min(cl, sub.tolist(), [jobs[k] for k in miss.tolist()], sub)
+        got[miss] = times_at_min(cl, sub.tolist(), None, sub)
         memo[sub] = got[miss]
     return got
 

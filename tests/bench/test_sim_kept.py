@@ -35,6 +35,8 @@ def _same_view(got: Cluster, want: Cluster) -> None:
     assert got.not_held.dtype == np.int64 and got.not_held.tolist() == [j for j, p in enumerate(want.placement)
                                                                         if p is None]
     assert np.array_equal(used_gpus(got, got.placement), used_gpus(want, want.placement))
+    assert got.submit is not None and not got.submit.flags.writeable and want.submit is None  # kept: the keeper's
+    assert got.submit.dtype == np.float64 and got.submit.tolist() == [j.submit_time for j in want.snap.jobs]
 
 
 def _specs(limit: int = 150):
