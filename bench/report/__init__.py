@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to thirteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
+    Section("Speed, third to fourteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
             "(issue 24)", path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
@@ -87,6 +87,11 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "command's wall); the same summary.json and CSVs (sections Round speed, Speed tenth pass). The ninth pass's "
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
+     "met since the fourteenth pass (the scale step's columns in one kernel, admission without structs: about "
+     "0.3-0.4 s less, alternated; the same results for all 16 policies) in its three round_speed runs, medians "
+     "7.9, 7.5 and 7.4 s (0.92-0.98x; one single run of the nine 8.6 s, 1.07x), on the two other 10,000-job "
+     "slices 5.4-7.2 s; over it with the host loaded (8.7-10.6 s in alternated runs at 21:12 UTC, where the code "
+     "before took 8.2-11.0 s; section Speed fourteenth pass). Before: "
      "not met (1.03-1.08x off on this session's host, 1.22-1.39x before the tenth pass; 1.7x on the sixth pass's "
      "before the eighth pass; at the eleventh pass, same code, a noisier host: 8.2-9.0 s over seven runs, medians of "
      "three 8.8 and 8.5 s, 1.06-1.10x, section Speed eleventh pass; at the twelfth, 8.1, 8.2, 8.2 s in a quiet "
@@ -95,7 +100,7 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "results for all 16 policies; about 0.5 s less, alternated): 7.6, 7.4, 7.8 s at 18:53 UTC (median 0.95x) "
      "and 8.2, 8.0, 7.7 s at 18:23 UTC (part of it), but medians of 8.7 s at 19:12 UTC (1.09x; the code before "
      "took 9.2-11.9 s in that hour), 8.2, 9.1 and 10.2 s with the host loaded (yardsticks 1.4-1.6x their usual) "
-     "and 9.9 s at 19:50 UTC: met in the quietest run, not robustly; section Speed thirteenth pass"),
+     "and 9.9 s at 19:50 UTC: met in the quietest run, not robustly; section Speed thirteenth pass)"),
     (24, 'the full 82,247-job Philly replay under `lyra` in at most 60 s on 2 cores',
      'the same run: 55.2 s replay wall (55.3 CPU s, decide 38.4 s over 75,583 rounds, p50 0.47 ms; command 59.4 s), '
      "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
@@ -103,7 +108,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
      "met on this session's host in every run since the tenth pass (0.82-0.92x; 49.1 and 57.1 s at the eleventh "
      "pass, worst 0.95x; 52.0 and 50.5 s at the twelfth; 47.4 and 47.8 s at the thirteenth, and 59.0 and 51.4 s "
-     "with the host loaded, its struct attributes yardstick 1.4-1.5x its usual)"),
+     "with the host loaded, its struct attributes yardstick 1.4-1.5x its usual; 46.4 and 49.8 s at the "
+     "fourteenth)"),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
      'snapshot, CPU median of 5 warm calls (kernels loaded): 0.145 s; 0.105 s at 11:58 UTC (both runs with the place '
@@ -115,12 +121,13 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "pass's end; 0.111-0.136 s, 1.11-1.36x, in new processes at the eleventh, a memory-bound round whose spread "
      "between processes is as large as the gap; 0.108-0.129 s over seeds 1-4 at the twelfth, 0.101-0.133 s over "
      "seeds 5-8, worst 1.33x at 20% running; 0.104-0.123 s at the thirteenth, whose comprehensions took 3-4 ms "
-     "off it, and 0.152-0.194 s with the host loaded)"),
+     "off it, and 0.152-0.194 s with the host loaded; 0.117-0.135 s in the fourteenth pass's round_speed runs, "
+     "0.112-0.140 s over seeds 5-8, 0.218 s on seed 5 in a burst)"),
     (24, 'parse and validation of that snapshot at most 0.15 s',
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
      'other generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, '
-     'worst 0.133 s (section Speed, third to thirteenth passes); after the eighth pass the four snapshots of seeds '
+     'worst 0.133 s (section Speed, third to fourteenth passes); after the eighth pass the four snapshots of seeds '
      '1-4, three passes each: 0.119-0.159 s (seed 1 worst)',
      "met on the sixth pass's host (0.63x); on this session's host in most runs before the twelfth pass, not in "
      "all (worst 1.06x; 0.119-0.135 s at the eleventh; over seeds 1-4, three rounds at 15:27-15:32 UTC, a loaded "
@@ -130,7 +137,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "over seeds 5-8 (20-90% running, three rounds): met in every quiet run (0.71-0.81x); beside a memory-bound "
      "process on the other core, 0.108-0.189 s over ten runs, over the target in one (seed 3, 1.26x): not robust "
      "under contention; 0.110-0.121 s in the thirteenth pass's runs of round_speed, 0.178 and 0.208 s in two "
-     "with the host loaded (yardsticks 1.4-1.6x their usual)"),
+     "with the host loaded (yardsticks 1.4-1.6x their usual); 0.112-0.118 s in the fourteenth pass's runs of "
+     "round_speed, 0.110-0.119 s over seeds 5-8, 0.154 s on seed 5 in a burst)"),
     (24, 'exact MCKP, uncorrelated 100 x 10 (R = 1,000): at most 0.1 ms per call (the fixed cost), 10 seeds',
      "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
      'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
