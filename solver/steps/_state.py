@@ -12,8 +12,8 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields
-from itertools import compress
-from operator import is_
+from itertools import compress, filterfalse
+from operator import is_not
 
 import numpy as np
 from lyra_solver.formulations import SolveResult
@@ -424,12 +424,14 @@ def worker_counts(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPla
     counts = cl.workers.copy()
     if placement is before:
         return counts
-    same = np.fromiter(map(is_, placement, before), bool, len(before))
+    # the entries that are other objects, by C-level identity tests (a mask and its nonzero cost a few microseconds
+    # more a round on a few hundred jobs)
+    changed = compress(range(len(before)), map(is_not, placement, before))
     if base:
-        at = np.fromiter(base, np.int64, len(base))  # one conversion for the three uses
-        same[at] = True
+        at = np.fromiter(base, np.int64, len(base))
         counts[at] = cl.min_w[at]
-    for j in (~same).nonzero()[0].tolist():  # a 1-D mask: flatnonzero's ravel is a Python call more
+        changed = filterfalse(frozenset(base).__contains__, changed)
+    for j in changed:
         pl = placement[j]
         counts[j] = sum(pl.values()) if pl else 0
     return counts
