@@ -88,8 +88,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
      "met since the fourteenth pass (the scale step's columns in one kernel, admission without structs: about "
-     "0.3-0.4 s less, alternated; the same results for all 16 policies) in its four round_speed runs, medians "
-     "7.9, 7.5, 7.4 and 7.6 s (0.92-0.98x; one single run of the twelve 8.6 s, 1.07x), on the two other 10,000-job "
+     "0.3-0.4 s less, alternated; the same results for all 16 policies) in its five round_speed runs, medians "
+     "7.9, 7.5, 7.4, 7.6 and 7.6 s (0.92-0.98x; one run of the fifteen 8.6 s, 1.07x), on the two other 10,000-job "
      "slices 5.4-7.2 s; over it with the host loaded (8.7, 9.2 and 10.6 s of four alternated runs at 21:12 UTC, where "
      "the code before took 8.0-11.0 s; section Speed fourteenth pass). Before: "
      "not met (1.03-1.08x off on this session's host, 1.22-1.39x before the tenth pass; 1.7x on the sixth pass's "
@@ -108,7 +108,7 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
      "met on this session's host in every run since the tenth pass (0.82-0.92x; 49.1 and 57.1 s at the eleventh "
      "pass, worst 0.95x; 52.0 and 50.5 s at the twelfth; 47.4 and 47.8 s at the thirteenth, and 59.0 and 51.4 s "
-     "with the host loaded, its struct attributes yardstick 1.4-1.5x its usual; 46.4 and 49.8 s at the "
+     "with the host loaded, its struct attributes yardstick 1.4-1.5x its usual; 46.4, 49.8 and 51.8 s at the "
      "fourteenth)"),
     (24, 'decide at 12,500 servers x 50,000 jobs, exact allocation, at most 0.10 s warm',
      'the same run, `decide(snap, allocation="exact")` on `lyra-solver bench decide --servers 12500 --jobs 50000`\'s '
@@ -138,7 +138,7 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "process on the other core, 0.108-0.189 s over ten runs, over the target in one (seed 3, 1.26x): not robust "
      "under contention; 0.110-0.121 s in the thirteenth pass's runs of round_speed, 0.178 and 0.208 s in two "
      "with the host loaded (yardsticks 1.4-1.6x their usual); 0.112-0.118 s in the fourteenth pass's runs of "
-     "round_speed, 0.110-0.119 s over seeds 5-8, 0.154 s on seed 5 in a burst)"),
+     "round_speed (0.123 s in one more), 0.110-0.119 s over seeds 5-8, 0.154 s on seed 5 in a burst)"),
     (24, 'exact MCKP, uncorrelated 100 x 10 (R = 1,000): at most 0.1 ms per call (the fixed cost), 10 seeds',
      "2026-12-06 04:50-05:00 UTC on this session's host (the MCKP code as at `51d7ba1`), the machine otherwise "
      'idle, `python -m lyra_solver bench mckp --speed --no-cold` (seeds 100-109, median of many warm solves '
