@@ -247,8 +247,8 @@ def lyra_table_of_jobs(jobs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw: 
     """:func:`lyra_table` of the job structs ``jobs`` (their ``throughput``, ``remaining_work`` and
     ``restart_penalty``, the penalty 0 where ``charged`` is false) with the given integer columns: the same table,
     bit for bit. The structs are read once each; when every throughput is a ``profile`` and the package's kernels
-    are loaded in this process, the compiled table is called directly (the path :func:`lyra_table` takes there,
-    without its checks and column copies: about a sixth of a simulator round's scale step).
+    are loaded in this process, the compiled table is called directly (:func:`_compiled_profile_table`, the path
+    :func:`lyra_table` takes there, without its grid and kinds arrays and column copies).
 
     Running time that of :func:`lyra_table`: O(J M) for J jobs and M options in the widest row.
     """
@@ -258,15 +258,12 @@ def lyra_table_of_jobs(jobs: Sequence, mins: np.ndarray, maxs: np.ndarray, gpw: 
     pen = np.fromiter([j.restart_penalty for j in jobs], np.float64, n)
     if not charged.all():
         pen[~charged] = 0.0
-    profile = ProfileThroughput
-    nb = _value_kernels() if n and _numba_loaded() else None
-    if nb is not None and all([type(t) is profile for t in tps]):  # (a list: all() of a generator is slower)
-        index, stack, n_max, k_max = _profile_stack()
-        model = np.fromiter([index[t.model] for t in tps], np.int64, n)
+    if n:  # every throughput a profile, the kernels loaded: the compiled table, called as lyra_table calls it
         sizes = maxs - mins + 1
-        _, times, values, weights = nb.profile_table(model, np.maximum(server_gpus // gpw, 1), mins, maxs, gpw, cur,
-                                                     work, pen, int(sizes.max()), stack, n_max, k_max, TIME_CAP)
-        return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins)
+        compiled = _compiled_profile_table(tps, mins, maxs, gpw, cur, work, pen, int(sizes.max()), server_gpus)
+        if compiled is not None:
+            _, times, values, weights = compiled
+            return ValueTable(values=values, weights=weights, times=times, sizes=sizes, min_workers=mins)
     return lyra_table(tps, mins, maxs, gpw, cur, work, pen, server_gpus=server_gpus)
 
 
