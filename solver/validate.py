@@ -70,7 +70,7 @@ def parse_snapshot(data: bytes) -> Snapshot:
     with Paused(promote=len(data) >= PROMOTE_MIN_BYTES):
         snap, columns = _decode(data, Snapshot)
         _check_decoded(snap, columns)
-    _remember(snap)
+    _remember(snap, columns=columns)
     return snap
 
 
@@ -102,14 +102,19 @@ def validate_snapshot(snapshot: Snapshot | Mapping) -> Snapshot:
     except (TypeError, ValueError, OverflowError) as err:
         raise InputError(_unencodable_path(snapshot), str(err)) from None
     try:
-        snap = _decode_encoded(data, snapshot) if isinstance(snapshot, Snapshot) else decode(data, Snapshot)
+        if isinstance(snapshot, Snapshot):
+            snap, columns = _decode_encoded(data, snapshot), None
+        else:
+            snap, columns = _decode(data, Snapshot)
     except InputError:
         where = _find_non_finite(msgspec.to_builtins(snapshot, enc_hook=numpy_scalar))
         if where:
             raise InputError(where, "must be a finite number (NaN and Infinity are not allowed)") from None
         raise
-    _check_decoded(snap)
-    _remember(snap)
+    if columns is None:
+        columns = JobColumns(snap.jobs)
+    _check_decoded(snap, columns)
+    _remember(snap, columns=columns)
     if isinstance(snapshot, Snapshot):
         _remember(snapshot, snap)
     return snap
@@ -147,16 +152,16 @@ def _dict_sizes(snap: Snapshot) -> tuple:
     return tuple(sizes)
 
 
-#: id of a snapshot accepted before -> (weak reference to it, its validated form). Identity is enough: a
-#: snapshot is immutable all the way down (frozen structs, tuples, :class:`~lyra_solver.types.FrozenDict`), so
-#: what was validated is what is used.
+#: id of a snapshot accepted before -> (weak reference to it, its validated form, the job columns read while
+#: validating it). Identity is enough: a snapshot is immutable all the way down (frozen structs, tuples,
+#: :class:`~lyra_solver.types.FrozenDict`), so what was validated and read is what is used.
 _VALID: dict[int, tuple] = {}
 
 
-def _remember(snap: Snapshot, validated: Snapshot | None = None) -> None:
+def _remember(snap: Snapshot, validated: Snapshot | None = None, columns: JobColumns | None = None) -> None:
     key = id(snap)
     _VALID[key] = (weakref.ref(snap, lambda _ref, key=key: _VALID.pop(key, None)),
-                   None if validated is None or validated is snap else validated)
+                   None if validated is None or validated is snap else validated, columns)
 
 
 def _remembered(snap: Snapshot) -> Snapshot | None:
@@ -164,6 +169,16 @@ def _remembered(snap: Snapshot) -> Snapshot | None:
     if entry is None or entry[0]() is not snap:
         return None
     return entry[1] or snap
+
+
+def known_columns(snap: Snapshot) -> JobColumns | None:
+    """The job columns (:class:`JobColumns`) that validating ``snap`` itself read (:func:`parse_snapshot`, or
+    :func:`validate_snapshot` of a dict, or of a typed snapshot for its checked copy), else ``None`` (a snapshot not
+    validated here, or validated only as the source of another: its copy has them). O(1)."""
+    entry = _VALID.get(id(snap))
+    if entry is None or entry[1] is not None or entry[0]() is not snap:
+        return None
+    return entry[2]
 
 
 def _unencodable_path(obj, path: str = "") -> str:
@@ -517,32 +532,52 @@ _FIRST = operator.itemgetter(0)
 _SLOWDOWN = operator.attrgetter("slowdown")
 
 
-class _Columns:
+class JobColumns:
     """What both quick passes (:func:`_no_repeated_key`, :func:`_decoded_rules_hold`) read of a decoded snapshot's
-    jobs, gathered in one loop over them (each job is visited once: passes over 50,000 scattered objects, one per
-    field, cost more in memory traffic than the loop's bytecode).
+    jobs, and what the round reads of every job, gathered in one loop over them (each job is visited once: passes
+    over 50,000 scattered objects, one per field, cost more in memory traffic than the loop's bytecode).
 
-    ``ids``: the distinct job ids; ``crossed``: some job has min_workers > max_workers; ``top_per`` and
-    ``top_penalty``: the largest gpus_per_worker and restart or preemption penalty; ``tables``: (throughput,
-    min_workers, max_workers) of the jobs with a table throughput; ``placed``: (placement, min_workers,
-    max_workers, gpus_per_worker) of the running jobs; ``packings``: the packing profiles given; ``powers``: how
-    many power throughputs.
+    For the rules: ``distinct``: how many distinct job ids; ``crossed``: some job has min_workers > max_workers;
+    ``top_per`` and ``top_penalty``: the largest gpus_per_worker and restart or preemption penalty; ``tables``:
+    (throughput, min_workers, max_workers) of the jobs with a table throughput; ``placed``: (placement,
+    min_workers, max_workers, gpus_per_worker) of the running jobs; ``packings``: the packing profiles given;
+    ``powers``: how many power throughputs.
+
+    For the round (lists in job order, kept with the validated snapshot: :func:`known_columns`): ``ids``,
+    ``gpw``, ``min_w``, ``max_w``, ``submit`` and ``work`` (each job's id, gpus_per_worker, min_workers,
+    max_workers, submit_time and remaining_work), ``throughputs``, and ``held``: the positions of the jobs of
+    ``placed``. The index view (:meth:`lyra_solver.steps.Cluster.of`), the admission step's queue order and the
+    decision read them here instead of visiting the 50,000 structs again: the stores cost the parse about 6 ms
+    there and save the round about four times as much (BENCHMARKS.md, "Round speed").
     """
 
-    __slots__ = ("crossed", "ids", "packings", "placed", "powers", "tables", "top_penalty", "top_per")
+    __slots__ = ("crossed", "distinct", "entries", "exps", "gpw", "held", "ids", "kinds", "max_w", "min_w", "models",
+                 "packings", "placed", "powers", "rates", "submit", "tables", "throughputs", "top_penalty", "top_per",
+                 "work")
 
     def __init__(self, jobs) -> None:
-        ids: set[str] = set()
-        add = ids.add
+        n = len(jobs)
+        ids: list = [None] * n
+        gpw, min_w, max_w = [0] * n, [0] * n, [0] * n
+        submit, work, tps = [0.0] * n, [0.0] * n, [None] * n
         tables: list[tuple] = []
         placed: list[tuple] = []
+        held: list[int] = []
         packings: list = []
-        powers = top_per = 0
+        kinds = bytearray(n)  # 0 power, 1 table, 2 profile (lyra_solver.values' codes)
+        rates: list[float] = []
+        exps: list[float] = []
+        models: list[str] = []
+        top_per = 0
         top_penalty = 0.0
         crossed = False
-        for job in jobs:
-            add(job.id)
-            lo, hi, per = job.min_workers, job.max_workers, job.gpus_per_worker
+        for i, job in enumerate(jobs):
+            ids[i] = job.id
+            min_w[i] = lo = job.min_workers
+            max_w[i] = hi = job.max_workers
+            gpw[i] = per = job.gpus_per_worker
+            submit[i] = job.submit_time
+            work[i] = job.remaining_work
             if lo > hi:
                 crossed = True
             if per > top_per:
@@ -551,25 +586,39 @@ class _Columns:
                 top_penalty = job.restart_penalty
             if job.preemption_penalty > top_penalty:
                 top_penalty = job.preemption_penalty
-            tp = job.throughput
+            tps[i] = tp = job.throughput
             kind = type(tp)
-            if kind is TableThroughput:
+            if kind is PowerThroughput:
+                rates.append(tp.rate_per_worker)
+                exps.append(tp.exponent)
+            elif kind is TableThroughput:
                 tables.append((tp, lo, hi))
-            elif kind is PowerThroughput:
-                powers += 1
+                kinds[i] = 1
+            else:
+                models.append(tp.model)
+                kinds[i] = 2
             if job.placement is not None:
                 placed.append((job.placement, lo, hi, per))
+                held.append(i)
             if job.packing is not None:
                 packings.append(job.packing)
-        self.ids, self.crossed, self.top_per, self.top_penalty = ids, crossed, top_per, top_penalty
-        self.tables, self.placed, self.packings, self.powers = tables, placed, packings, powers
+        self.distinct, self.crossed, self.top_per, self.top_penalty = len(set(ids)), crossed, top_per, top_penalty
+        self.tables, self.placed, self.packings, self.powers = tables, placed, packings, len(rates)
+        self.ids, self.gpw, self.min_w, self.max_w, self.submit, self.work = ids, gpw, min_w, max_w, submit, work
+        self.throughputs, self.held, self.kinds = tps, held, kinds
+        self.rates, self.exps, self.models = rates, exps, models
+        #: the running jobs' placement entries where the quick rules pass read them (:func:`_placements_hold`):
+        #: each entry's server position and workers, each placement's size, the GPUs used per server (int64)
+        self.entries: tuple | None = None
 
 
 def _count_colons(text: bytes) -> int:
-    return int(np.count_nonzero(np.frombuffer(text, np.uint8) == 58))
+    """The colons of ``text``: ``bytes.count`` (no temporary; on a 14 MB snapshot half the time of counting a
+    numpy comparison's mask)."""
+    return text.count(b":")
 
 
-def _no_repeated_key(data: bytes, snap: Snapshot, columns: _Columns | None = None) -> bool:
+def _no_repeated_key(data: bytes, snap: Snapshot, columns: JobColumns | None = None) -> bool:
     """True when the JSON text ``data``, decoded into ``snap``, repeats no key in any object; False when it may
     (then :func:`check_duplicate_keys` decides and names the key).
 
@@ -592,7 +641,7 @@ def _no_repeated_key(data: bytes, snap: Snapshot, columns: _Columns | None = Non
     extra = _count_colons(data) - _count_colons(_keys_encoder.encode(keys))
     servers, jobs = snap.servers, snap.jobs
     if columns is None:
-        columns = _Columns(jobs)
+        columns = JobColumns(jobs)
     required = _UNLISTED[Snapshot] + len(servers) * _UNLISTED[Server] + len(jobs) * _UNLISTED[Job]
     tables, powers = len(columns.tables), columns.powers
     required += (powers * _UNLISTED[PowerThroughput] + tables * _UNLISTED[TableThroughput]
@@ -618,14 +667,14 @@ def decode(data: bytes, type_: type[T]) -> T:
     return _decode(data, type_)[0]
 
 
-def _decode(data: bytes, type_: type[T]) -> tuple[T, _Columns | None]:
+def _decode(data: bytes, type_: type[T]) -> tuple[T, JobColumns | None]:
     """:func:`decode`, and for a snapshot the job columns that its repeated-key pass listed (for the rules)."""
     if not data or data.isspace():  # (not data.strip(): a copy of the whole text when it ends with a newline)
         raise InputError("$", "empty input, expected a JSON object")
     try:
         out = msgspec.json.decode(data, type=type_)
         snap = typing.cast(Snapshot, out)
-        columns = _Columns(snap.jobs) if type_ is Snapshot else None
+        columns = JobColumns(snap.jobs) if type_ is Snapshot else None
         if columns is None or not _no_repeated_key(data, snap, columns):
             check_duplicate_keys(data)
         return out, columns
@@ -789,20 +838,20 @@ _WORKERS = operator.attrgetter("workers")
 _RATE = operator.attrgetter("rate")
 
 
-def _check_decoded(snap: Snapshot, columns: _Columns | None = None) -> None:
+def _check_decoded(snap: Snapshot, columns: JobColumns | None = None) -> None:
     """:func:`check_rules` for a snapshot that msgspec decoded from JSON (the same verdict and the same first
     error), with the quick pass :func:`_decoded_rules_hold` in place of :func:`_rules_hold`."""
     if not _decoded_rules_hold(snap, columns):
         check_rules(snap)
 
 
-def _decoded_rules_hold(snap: Snapshot, columns: _Columns | None = None) -> bool:
+def _decoded_rules_hold(snap: Snapshot, columns: JobColumns | None = None) -> bool:
     """:func:`_rules_hold` for a snapshot that msgspec decoded from JSON: True only when every rule of
     :func:`check_rules` holds.
 
     Decoding settled what the rules need no more of: every number is finite (the decoder refuses NaN, Infinity
     and numbers out of range) and every value has its field's type. What is left are the rules across fields:
-    servers a column at a time, jobs from the one loop of :class:`_Columns` (shared with the repeated-key pass),
+    servers a column at a time, jobs from the one loop of :class:`JobColumns` (shared with the repeated-key pass),
     table throughputs and placements in numpy.
     """
     try:
@@ -821,8 +870,8 @@ def _decoded_rules_hold(snap: Snapshot, columns: _Columns | None = None) -> bool
         if not jobs:
             return True
         if columns is None:
-            columns = _Columns(jobs)
-        if (len(columns.ids) != len(jobs) or columns.crossed or columns.top_per > max(gpus, default=0)
+            columns = JobColumns(jobs)
+        if (columns.distinct != len(jobs) or columns.crossed or columns.top_per > max(gpus, default=0)
                 or columns.top_penalty > MAX_PENALTY):
             return False
         if columns.tables and not _tables_hold(columns.tables):
@@ -832,7 +881,7 @@ def _decoded_rules_hold(snap: Snapshot, columns: _Columns | None = None) -> bool
         usable = {("training", None), ("inference", "loaned")}
         if not kinds <= usable:  # a placement on any other server is refused: it has room for none
             gpus = list(map(operator.mul, gpus, map(usable.__contains__, pool_states)))
-        return _placements_hold(columns.placed, index, gpus)
+        return _placements_hold(columns.placed, index, gpus, columns)
     except Exception:  # noqa: BLE001 - anything unusual: the full pass decides and names it
         return False
 
@@ -853,10 +902,11 @@ def _tables_hold(tables: list[tuple]) -> bool:
     return bool(rising.all())
 
 
-def _placements_hold(placed: list[tuple], index: dict, gpus: list) -> bool:
+def _placements_hold(placed: list[tuple], index: dict, gpus: list, columns: JobColumns | None = None) -> bool:
     """The placements of the running jobs, ``placed`` (placement, min_workers, max_workers, gpus_per_worker):
     positive worker counts adding up to within min..max, on known servers with room (``gpus``: 0 where training
-    may not run), no server over its GPUs with all jobs together."""
+    may not run), no server over its GPUs with all jobs together. Where they hold, the arrays read are kept as
+    ``columns.entries`` (:class:`JobColumns`)."""
     placements, lo, hi, per = zip(*placed, strict=True)
     totals = list(map(sum, map(dict.values, placements)))
     if any(map(operator.gt, lo, totals)) or any(map(operator.lt, hi, totals)):
@@ -877,7 +927,11 @@ def _placements_hold(placed: list[tuple], index: dict, gpus: list) -> bool:
     else:
         used = np.zeros(len(cap), np.int64)
         np.add.at(used, where, need)
-    return bool((used <= cap).all())
+    if not (used <= cap).all():
+        return False
+    if columns is not None:
+        columns.entries = (where, counts, np.asarray(sizes, np.int64), used.astype(np.int64))
+    return True
 
 
 def _validate_throughput(job, p: str) -> None:

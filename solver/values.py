@@ -470,12 +470,52 @@ class ThroughputColumns:
 
 
 def read_columns(jobs: Sequence) -> ThroughputColumns:
-    """One pass over the job structs ``jobs`` (and their throughputs) for what :func:`times_at` and a queue order
-    read of them (:class:`ThroughputColumns`). The same values as reading each column in a pass of its own (C-level
-    maps, as :func:`_rates` does), at one visit of each struct: on 43,000 queued jobs the separate passes each paid
-    the memory reads again (about 37 ms against 28 ms for the ``sjf`` key on a 2-core EPYC). O(len(jobs))."""
+    """One pass over the job structs ``jobs`` for their ``throughput``, ``submit_time`` and ``remaining_work``, then
+    :func:`read_throughputs` of the throughputs (:class:`ThroughputColumns`). The same values as reading each
+    column in a pass of its own (C-level maps, as :func:`_rates` does), at one visit of each struct: on 43,000
+    queued jobs the separate passes each paid the memory reads again. For a snapshot that validation read already
+    (:class:`lyra_solver.validate.JobColumns`) the caller takes those columns and calls :func:`read_throughputs`
+    alone. O(len(jobs))."""
     n = len(jobs)
     submit, work, tps = [0.0] * n, [0.0] * n, [None] * n
+    for q, j in enumerate(jobs):
+        submit[q] = j.submit_time
+        work[q] = j.remaining_work
+        tps[q] = j.throughput
+    return read_throughputs(tps, np.array(submit, np.float64), np.array(work, np.float64))
+
+
+def known_throughputs(known, jobs: list[int], at: np.ndarray) -> ThroughputColumns:
+    """The :class:`ThroughputColumns` of the jobs ``jobs`` (``at``: the same as an int64 array) from the columns
+    that validation read of every job (:class:`lyra_solver.validate.JobColumns`: throughputs, kind codes, the
+    power laws' rates and exponents and the profiles' models in job order, submit times, remaining work): the
+    same values as :func:`read_columns` of their structs, by gathers, without visiting a struct. O(J) in C plus
+    O(len(jobs)) to list the throughputs."""
+    n = len(known.kinds)
+    kinds = np.frombuffer(known.kinds, np.int8)
+    sub = kinds[at]
+    # each job's position among the jobs of its kind, for the jobs of that kind among ``jobs`` (in their order)
+    power = np.flatnonzero(kinds == 0)
+    profile = np.flatnonzero(kinds == _PROFILE)
+    rank = np.empty(n, np.int64)
+    rank[power] = np.arange(power.size)
+    rank[profile] = np.arange(profile.size)
+    p_at = rank[at[sub == 0]]
+    m_at = rank[at[sub == _PROFILE]]
+    index = _profile_stack()[0]
+    models = np.fromiter(map(index.__getitem__, known.models), np.int64, len(known.models))
+    tps = known.throughputs
+    return ThroughputColumns([tps[q] for q in jobs], np.fromiter(known.submit, np.float64, n)[at],
+                             np.fromiter(known.work, np.float64, n)[at], sub,
+                             np.fromiter(known.rates, np.float64, len(known.rates))[p_at],
+                             np.fromiter(known.exps, np.float64, len(known.exps))[p_at], models[m_at])
+
+
+def read_throughputs(throughputs: list, submit_time: np.ndarray, remaining_work: np.ndarray) -> ThroughputColumns:
+    """The :class:`ThroughputColumns` of jobs whose ``throughputs`` (a list), submit times and remaining work
+    (float64 arrays in the same order) are known: one pass over the throughputs for their kinds and the kinds'
+    columns. O(len(throughputs))."""
+    n = len(throughputs)
     kind = bytearray(n)
     rates: list[float] = []
     exps: list[float] = []
@@ -483,10 +523,7 @@ def read_columns(jobs: Sequence) -> ThroughputColumns:
     index = _profile_stack()[0]
     codes = _KIND
     power, profile = PowerThroughput, ProfileThroughput
-    for q, j in enumerate(jobs):
-        submit[q] = j.submit_time
-        work[q] = j.remaining_work
-        tp = tps[q] = j.throughput
+    for q, tp in enumerate(throughputs):
         c = type(tp)
         if c is power:
             rates.append(tp.rate_per_worker)
@@ -495,9 +532,8 @@ def read_columns(jobs: Sequence) -> ThroughputColumns:
             kind[q] = codes[c]
             if c is profile:
                 models.append(index[tp.model])
-    return ThroughputColumns(tps, np.array(submit, np.float64), np.array(work, np.float64),
-                             np.frombuffer(kind, np.int8), np.array(rates, np.float64), np.array(exps, np.float64),
-                             np.array(models, np.int64))
+    return ThroughputColumns(throughputs, submit_time, remaining_work, np.frombuffer(kind, np.int8),
+                             np.array(rates, np.float64), np.array(exps, np.float64), np.array(models, np.int64))
 
 
 def times_at(throughputs: Sequence, workers: np.ndarray, work: np.ndarray, gpus_per_worker: np.ndarray, *,

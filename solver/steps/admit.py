@@ -41,7 +41,7 @@ from lyra_solver.steps._state import (
     usable_servers,
     used_gpus,
 )
-from lyra_solver.values import ThroughputColumns, read_columns, times_at
+from lyra_solver.values import ThroughputColumns, known_throughputs, read_columns, times_at
 
 __all__ = ["ADMIT_TIERS", "admit"]
 
@@ -65,9 +65,10 @@ def admit(state: RoundState, settings: Settings) -> Admitted:
     # of an attrgetter over structs 1.1-1.4 times (43,000 queued jobs: 1.8 against 0.7 ms, 4.1 against 2.9 ms)
     n = len(queued)
     if settings.queue == "sjf" and n >= _READ_ONCE_MIN:  # the key's columns and the submit times in one pass
-        jobs = [every[q] for q in queued]
-        read = read_columns(jobs)
-        submit, min_time = read.submit_time, times_at_min(cl, queued, jobs, at, read)
+        # from what validation read (lyra_solver.validate.JobColumns), where it did: no job struct read here
+        known = cl.columns
+        read = read_columns([every[q] for q in queued]) if known is None else known_throughputs(known, queued, at)
+        submit, min_time = read.submit_time, times_at_min(cl, queued, None, at, read)
     else:  # the submit times from the index view's column where its caller keeps one (the simulator: no struct
         # read for the order on most rounds, where the sjf keys are known too), else from the structs
         submit = cl.submit[at] if cl.submit is not None else \
@@ -217,17 +218,18 @@ def times_at_min(cl: Cluster, jobs: list[int], specs: list | None = None, idx: n
                  read: ThroughputColumns | None = None) -> np.ndarray:
     """Remaining time of each job of ``jobs`` at its ``min_workers`` (the ``sjf`` key): the value table's
     ``T(min)`` (:func:`lyra_solver.values.times_at`, the same floats). ``specs``: the snapshot's jobs of
-    ``jobs``, ``idx``: ``jobs`` as an int64 array, and ``read``: :func:`lyra_solver.values.read_columns` of
-    ``specs``, where the caller has them already. O(len(jobs))."""
+    ``jobs``, ``idx``: ``jobs`` as an int64 array, and ``read``: the jobs' columns
+    (:func:`lyra_solver.values.read_columns` of ``specs``, or :func:`lyra_solver.values.known_throughputs`),
+    where the caller has them already (``specs`` is then not read). O(len(jobs))."""
     if not jobs:
         return np.zeros(0)
-    if specs is None:
-        every = cl.snap.jobs
-        specs = [every[j] for j in jobs]
     n = len(jobs)
     if idx is None:
         idx = np.fromiter(jobs, np.int64, n)  # one conversion for both gathers
     if read is None:
+        if specs is None:
+            every = cl.snap.jobs
+            specs = [every[j] for j in jobs]
         work = np.fromiter([j.remaining_work for j in specs], np.float64, n)
         return times_at([j.throughput for j in specs], cl.min_w[idx], work, cl.gpw[idx], server_gpus=cl.server_gpus)
     return times_at(read.throughputs, cl.min_w[idx], read.remaining_work, cl.gpw[idx], server_gpus=cl.server_gpus,
