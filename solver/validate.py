@@ -543,12 +543,15 @@ class JobColumns:
     min_workers, max_workers, gpus_per_worker) of the running jobs; ``packings``: the packing profiles given;
     ``powers``: how many power throughputs.
 
-    For the round (lists in job order, kept with the validated snapshot: :func:`known_columns`): ``ids``,
-    ``gpw``, ``min_w``, ``max_w``, ``submit`` and ``work`` (each job's id, gpus_per_worker, min_workers,
-    max_workers, submit_time and remaining_work), ``throughputs``, and ``held``: the positions of the jobs of
-    ``placed``. The index view (:meth:`lyra_solver.steps.Cluster.of`), the admission step's queue order and the
-    decision read them here instead of visiting the 50,000 structs again: the stores cost the parse about 6 ms
-    there and save the round about four times as much (BENCHMARKS.md, "Round speed").
+    For the round (in job order, kept with the validated snapshot: :func:`known_columns`): ``ids`` and
+    ``throughputs`` (lists); ``gpw``, ``min_w``, ``max_w`` (int64), ``submit`` and ``work`` (float64), each job's
+    gpus_per_worker, min_workers, max_workers, submit_time and remaining_work as read-only arrays; ``kinds``, each
+    throughput's kind code (:data:`lyra_solver.values._KIND`, int8), and the kinds' columns in job order: the power
+    laws' ``rates`` and ``exps`` (float64), the profiles' ``models`` (names); ``held``: the positions of the jobs
+    of ``placed``; ``entries``: see there. The index view (:meth:`lyra_solver.steps.Cluster.of`), the admission
+    step's queue keys, the reclaim step's host pairs and the decision read them here instead of visiting the job
+    structs, their placements and id strings again (memory traffic, more than bytecode, was most of those steps'
+    time on 50,000 jobs): docs/bench/speed.md, fifteenth pass, has what it costs the parse and saves the round.
     """
 
     __slots__ = ("crossed", "distinct", "entries", "exps", "gpw", "held", "ids", "kinds", "max_w", "min_w", "models",
@@ -564,7 +567,7 @@ class JobColumns:
         placed: list[tuple] = []
         held: list[int] = []
         packings: list = []
-        kinds = bytearray(n)  # 0 power, 1 table, 2 profile (lyra_solver.values' codes)
+        kinds = bytearray(n)  # 0 power, 1 table, 2 profile (lyra_solver.values._KIND)
         rates: list[float] = []
         exps: list[float] = []
         models: list[str] = []
@@ -604,12 +607,23 @@ class JobColumns:
                 packings.append(job.packing)
         self.distinct, self.crossed, self.top_per, self.top_penalty = len(set(ids)), crossed, top_per, top_penalty
         self.tables, self.placed, self.packings, self.powers = tables, placed, packings, len(rates)
-        self.ids, self.gpw, self.min_w, self.max_w, self.submit, self.work = ids, gpw, min_w, max_w, submit, work
-        self.throughputs, self.held, self.kinds = tps, held, kinds
-        self.rates, self.exps, self.models = rates, exps, models
+        self.ids, self.throughputs, self.held, self.models = ids, tps, held, models
+        # the numbers as read-only arrays (int64, float64), made here while their objects are in cache
+        self.gpw, self.min_w, self.max_w = _column(gpw, np.int64), _column(min_w, np.int64), _column(max_w, np.int64)
+        self.submit, self.work = _column(submit, np.float64), _column(work, np.float64)
+        self.rates, self.exps = _column(rates, np.float64), _column(exps, np.float64)
+        self.kinds = np.frombuffer(kinds, np.int8)
+        self.kinds.setflags(write=False)
         #: the running jobs' placement entries where the quick rules pass read them (:func:`_placements_hold`):
         #: each entry's server position and workers, each placement's size, the GPUs used per server (int64)
         self.entries: tuple | None = None
+
+
+def _column(values: list, dtype: type) -> np.ndarray:
+    """``values`` as a read-only array of ``dtype``. O(len(values))."""
+    out = np.fromiter(values, dtype, len(values))
+    out.setflags(write=False)
+    return out
 
 
 def _count_colons(text: bytes) -> int:

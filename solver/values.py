@@ -492,7 +492,7 @@ def known_throughputs(known, jobs: list[int], at: np.ndarray) -> ThroughputColum
     same values as :func:`read_columns` of their structs, by gathers, without visiting a struct. O(J) in C plus
     O(len(jobs)) to list the throughputs."""
     n = len(known.kinds)
-    kinds = np.frombuffer(known.kinds, np.int8)
+    kinds = known.kinds
     sub = kinds[at]
     # each job's position among the jobs of its kind, for the jobs of that kind among ``jobs`` (in their order)
     power = np.flatnonzero(kinds == 0)
@@ -505,10 +505,8 @@ def known_throughputs(known, jobs: list[int], at: np.ndarray) -> ThroughputColum
     index = _profile_stack()[0]
     models = np.fromiter(map(index.__getitem__, known.models), np.int64, len(known.models))
     tps = known.throughputs
-    return ThroughputColumns([tps[q] for q in jobs], np.fromiter(known.submit, np.float64, n)[at],
-                             np.fromiter(known.work, np.float64, n)[at], sub,
-                             np.fromiter(known.rates, np.float64, len(known.rates))[p_at],
-                             np.fromiter(known.exps, np.float64, len(known.exps))[p_at], models[m_at])
+    return ThroughputColumns([tps[q] for q in jobs], known.submit[at], known.work[at], sub, known.rates[p_at],
+                             known.exps[p_at], models[m_at])
 
 
 def read_throughputs(throughputs: list, submit_time: np.ndarray, remaining_work: np.ndarray) -> ThroughputColumns:

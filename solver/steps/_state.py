@@ -224,11 +224,9 @@ class Cluster:
             count = np.array(workers, np.int64)
             used_a = np.array(used, np.int64)
         count.setflags(write=False)
-        n = n_jobs
-        cl = cls(snap=snap, sid=sid, gpus=gpus, kind=kind, gpw=np.fromiter(columns.gpw, np.int64, n),
-                 min_w=np.fromiter(columns.min_w, np.int64, n), max_w=np.fromiter(columns.max_w, np.int64, n),
-                 placement=tuple(placement), server_gpus=server_gpus, held=tuple(held), workers=count,
-                 columns=columns)
+        cl = cls(snap=snap, sid=sid, gpus=gpus, kind=kind, gpw=columns.gpw, min_w=columns.min_w,
+                 max_w=columns.max_w, placement=tuple(placement), server_gpus=server_gpus, held=tuple(held),
+                 workers=count, columns=columns)
         remember_used(cl, cl.placement, used_a.copy())
         return cl
 

@@ -52,14 +52,20 @@ def test_the_columns_are_the_structs_fields(seed):
     jobs = snap.jobs
     assert cols.ids == [j.id for j in jobs]
     assert cols.distinct == len(jobs)
-    assert (cols.gpw, cols.min_w, cols.max_w) == ([j.gpus_per_worker for j in jobs], [j.min_workers for j in jobs],
-                                                  [j.max_workers for j in jobs])
-    assert cols.submit == [j.submit_time for j in jobs] and cols.work == [j.remaining_work for j in jobs]
+    def same(a, values, dtype):
+        assert a.dtype == dtype and not a.flags.writeable and a.tolist() == values
+
+    same(cols.gpw, [j.gpus_per_worker for j in jobs], np.int64)
+    same(cols.min_w, [j.min_workers for j in jobs], np.int64)
+    same(cols.max_w, [j.max_workers for j in jobs], np.int64)
+    same(cols.submit, [j.submit_time for j in jobs], np.float64)
+    same(cols.work, [j.remaining_work for j in jobs], np.float64)
     assert all(a is j.throughput for a, j in zip(cols.throughputs, jobs, strict=True))
     assert cols.held == [i for i, j in enumerate(jobs) if j.placement is not None]
-    assert list(cols.kinds) == [_KIND[type(j.throughput)] for j in jobs]
+    same(cols.kinds, [_KIND[type(j.throughput)] for j in jobs], np.int8)
     powers = [j.throughput for j in jobs if type(j.throughput) is PowerThroughput]
-    assert cols.rates == [tp.rate_per_worker for tp in powers] and cols.exps == [tp.exponent for tp in powers]
+    same(cols.rates, [tp.rate_per_worker for tp in powers], np.float64)
+    same(cols.exps, [tp.exponent for tp in powers], np.float64)
     assert cols.models == [j.throughput.model for j in jobs if type(j.throughput) is ProfileThroughput]
     kinds = {type(j.throughput) for j in jobs}
     assert kinds == {PowerThroughput, TableThroughput, ProfileThroughput}  # every kind's branch is exercised
