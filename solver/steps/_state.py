@@ -130,12 +130,14 @@ class Cluster:
         The GPUs each server's running jobs use (:func:`used_gpus` of the snapshot's placements) are counted in
         the same pass and kept for the steps. The servers' part is shared with the previous call when its
         snapshot had the same servers tuple (a caller such as the simulator keeps it while no server changes):
-        read-only arrays, the same values.
+        read-only arrays, the same values. A snapshot that validation read
+        (:func:`lyra_solver.validate.known_columns`) keeps those columns in the view for the steps, and where they
+        hold its placements' entries it is indexed from them (:meth:`_of_columns`), not from its structs.
         """
         servers, jobs = snap.servers, snap.jobs
         _, sid, gpus, kind, server_gpus = server_index(servers)
         columns = known_columns(snap)
-        if columns is not None:
+        if columns is not None and columns.entries is not None:
             return cls._of_columns(snap, columns, sid, gpus, kind, server_gpus)
         used = [0] * len(servers)
         placement = []
@@ -176,6 +178,7 @@ class Cluster:
             server_gpus=server_gpus,
             held=tuple(held),
             workers=count,
+            columns=columns,
         )
         remember_used(cl, cl.placement, np.array(used, np.int64))
         return cl
@@ -183,51 +186,34 @@ class Cluster:
     @classmethod
     def _of_columns(cls, snap: Snapshot, columns: JobColumns, sid: dict[str, int], gpus: np.ndarray,
                     kind: np.ndarray, server_gpus: int) -> Cluster:
-        """:meth:`of` from the job columns that validating ``snap`` read (the same view: the same dicts, arrays and
-        GPUs used). Where validation kept the placements' entries as arrays (``columns.entries``: each entry's server
-        position and workers, each placement's size, the GPUs used per server), the dicts are built from those,
-        without visiting the snapshot's placements and their id strings again (on 50,000 jobs, reading them cost
-        the round about a microsecond a running job in memory traffic); else a loop over the running jobs.
-        O(S + J) in C, O(R + H) in Python for R running jobs and H placement entries."""
+        """:meth:`of` from the job columns that validating ``snap`` read, with the placements' entries as arrays
+        (``columns.entries``: each entry's server position and workers, each placement's size, the GPUs used per
+        server): the same view (the same dicts, arrays and GPUs used), its dicts built from those arrays without
+        visiting the snapshot's placements and their id strings again (on 50,000 jobs, reading them cost the round
+        about a microsecond a running job in memory traffic). O(S + J) in C, O(R + H) in Python for R running jobs
+        and H placement entries."""
         n_jobs = len(snap.jobs)
         placement: list = [None] * n_jobs
         held = columns.held
-        entries = columns.entries
-        if entries is not None:
-            where, counts, sizes, used_a = entries
-            srv, cnt = where.tolist(), counts.tolist()
-            e = 0
-            for i, size in zip(held, sizes.tolist(), strict=True):
-                if size == 1:
-                    placement[i] = {srv[e]: cnt[e]}
-                else:
-                    placement[i] = dict(zip(srv[e:e + size], cnt[e:e + size], strict=True))
-                e += size
-            total = np.zeros(counts.shape[0] + 1, np.int64)
-            np.cumsum(counts, out=total[1:])
-            ends = np.cumsum(sizes)
-            count = np.zeros(n_jobs, np.int64)
-            count[np.asarray(held, np.int64)] = total[ends] - total[ends - sizes]
-        else:
-            used = [0] * len(snap.servers)
-            workers = [0] * n_jobs
-            for i, (pl, _, _, g) in zip(held, columns.placed, strict=True):
-                p = {}
-                n = 0
-                for k, v in pl.items():
-                    s = sid[k]
-                    p[s] = v
-                    used[s] += v * g
-                    n += v
-                workers[i] = n
-                placement[i] = p
-            count = np.array(workers, np.int64)
-            used_a = np.array(used, np.int64)
+        where, counts, sizes, used = columns.entries
+        srv, cnt = where.tolist(), counts.tolist()
+        e = 0
+        for i, size in zip(held, sizes.tolist(), strict=True):
+            if size == 1:
+                placement[i] = {srv[e]: cnt[e]}
+            else:
+                placement[i] = dict(zip(srv[e:e + size], cnt[e:e + size], strict=True))
+            e += size
+        total = np.zeros(counts.shape[0] + 1, np.int64)
+        np.cumsum(counts, out=total[1:])
+        ends = np.cumsum(sizes)
+        count = np.zeros(n_jobs, np.int64)
+        count[np.asarray(held, np.int64)] = total[ends] - total[ends - sizes]
         count.setflags(write=False)
         cl = cls(snap=snap, sid=sid, gpus=gpus, kind=kind, gpw=columns.gpw, min_w=columns.min_w,
                  max_w=columns.max_w, placement=tuple(placement), server_gpus=server_gpus, held=tuple(held),
                  workers=count, columns=columns)
-        remember_used(cl, cl.placement, used_a.copy())
+        remember_used(cl, cl.placement, used.copy())
         return cl
 
     @classmethod
