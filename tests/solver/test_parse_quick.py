@@ -77,6 +77,32 @@ def rich_doc() -> dict:
     return doc
 
 
+def dense_doc() -> dict:
+    """:func:`rich_doc` with every job's submit time, penalties and attained service other than 0: the repeated-key
+    pass skims none of these fields (every job writes them), its count stands in for the skim."""
+    doc = rich_doc()
+    for k, job in enumerate(doc["jobs"]):
+        job.update(submit_time=-10.0 - k, restart_penalty=5.0 + k, preemption_penalty=7.0 + k,
+                   attained_service=100.0 + k)
+    return doc
+
+
+DOCS = {"rich": rich_doc, "dense": dense_doc}
+#: the optional job fields each doc's jobs all write with other than their defaults (JobColumns.written)
+WRITTEN = {"rich": (), "dense": ("submit_time", "restart_penalty", "preemption_penalty", "attained_service")}
+
+
+def test_job_columns_name_the_fields_every_job_writes():
+    for name, make in DOCS.items():
+        snap = msgspec.json.decode(json.dumps(make()).encode(), type=Snapshot)
+        assert V.JobColumns(snap.jobs).written == WRITTEN[name]
+        skimmed = [f for f in V._JobKeys.__struct_fields__ if f not in WRITTEN[name]]
+        top = mi.type_info(V._skim_decoder(tuple(skimmed)).type)
+        jobs = next(f.type for f in top.fields if f.name == "jobs")
+        job = jobs.item_type  # (msgspec's view leaves UNSET out of the union)
+        assert [f.name for f in job.fields] == skimmed
+
+
 TEXTS = {
     "compact": lambda doc: json.dumps(doc, separators=(",", ":")),
     "spaced": lambda doc: json.dumps(doc),
@@ -85,9 +111,10 @@ TEXTS = {
 }
 
 
+@pytest.mark.parametrize("doc_name", list(DOCS))
 @pytest.mark.parametrize("style", list(TEXTS))
-def test_valid_texts_take_the_quick_path(style, monkeypatch):
-    doc = rich_doc()
+def test_valid_texts_take_the_quick_path(style, doc_name, monkeypatch):
+    doc = DOCS[doc_name]()
     data = TEXTS[style](doc).encode()
     snap = msgspec.json.decode(data, type=Snapshot)
     assert V._no_repeated_key(data, snap)
@@ -99,10 +126,12 @@ def test_valid_texts_take_the_quick_path(style, monkeypatch):
     monkeypatch.setattr(V, "check_duplicate_keys", not_called)
     assert parse_snapshot(data) == snap
     without = copy.deepcopy(doc)  # the same snapshot with every optional default left out
+    defaults = {"placement": None, "deadline": None, "packing": None, "gpus_per_worker": 1, "submit_time": 0.0,
+                "restart_penalty": 0.0, "preemption_penalty": 0.0, "attained_service": 0.0}
     for job in without["jobs"]:
-        for key in ("placement", "deadline", "packing"):
-            if job.get(key) is None:
-                job.pop(key, None)
+        for key, default in defaults.items():
+            if key in job and job[key] == default:
+                del job[key]
     assert V._no_repeated_key(TEXTS[style](without).encode(), snap)
 
 
@@ -124,9 +153,10 @@ def _repeated(doc: dict, target: str, key: str, style) -> bytes:
     return text.replace(f'"{marker}"{sep}null', f"{json.dumps(key)}{sep}{style(obj[key])}", 1).encode()
 
 
+@pytest.mark.parametrize("doc_name", list(DOCS))
 @pytest.mark.parametrize("style", ["compact", "indented"])
-def test_a_key_repeated_with_the_same_value_is_seen_in_every_object(style):
-    doc = rich_doc()
+def test_a_key_repeated_with_the_same_value_is_seen_in_every_object(style, doc_name):
+    doc = DOCS[doc_name]()
     snap = parse_snapshot(TEXTS[style](doc).encode())
     cases = 0
     for path, obj in _objects(doc):
