@@ -597,7 +597,7 @@ class JobColumns:
         top_per = 0
         top_penalty = 0.0
         crossed = False
-        zero = False
+        no_restart = no_preempt = no_attained = False  # some job holds 0 there
         for i, job in enumerate(jobs):
             ids[i] = job.id
             min_w[i] = lo = job.min_workers
@@ -614,8 +614,12 @@ class JobColumns:
                 top_penalty = restart
             if preempt > top_penalty:
                 top_penalty = preempt
-            if not (restart and preempt and job.attained_service):
-                zero = True
+            if not restart:
+                no_restart = True
+            if not preempt:
+                no_preempt = True
+            if not job.attained_service:
+                no_attained = True
             tps[i] = tp = job.throughput
             kind = type(tp)
             if kind is PowerThroughput:
@@ -638,10 +642,12 @@ class JobColumns:
         # the numbers as read-only arrays (int64, float64), made here while their objects are in cache
         self.gpw, self.min_w, self.max_w = _column(gpw, np.int64), _column(min_w, np.int64), _column(max_w, np.int64)
         self.submit, self.work = _column(submit, np.float64), _column(work, np.float64)
-        #: the optional job fields that every job holds other than its default, so that every job's text wrote:
-        #: the submit time, and the penalties and attained service together (:func:`_no_repeated_key`)
-        self.written = ((("submit_time",) if np.count_nonzero(self.submit) == n else ())
-                        + (() if zero else ("restart_penalty", "preemption_penalty", "attained_service")))
+        #: the optional job fields (of the submit time, penalties and attained service) that every job holds other
+        #: than its default 0, so that every job's text wrote them (:func:`_no_repeated_key`), in field order
+        self.written = tuple(f for f, some_zero in (("submit_time", np.count_nonzero(self.submit) < n),
+                                                    ("restart_penalty", no_restart),
+                                                    ("preemption_penalty", no_preempt),
+                                                    ("attained_service", no_attained)) if not some_zero)
         self.rates, self.exps = _column(rates, np.float64), _column(exps, np.float64)
         self.kinds = np.frombuffer(kinds, np.int8)
         self.kinds.setflags(write=False)

@@ -87,9 +87,19 @@ def dense_doc() -> dict:
     return doc
 
 
-DOCS = {"rich": rich_doc, "dense": dense_doc}
+def mixed_doc() -> dict:
+    """:func:`dense_doc` with one job that has not run yet (attained service 0) and one submitted at time 0: the
+    pass skims those two fields, not the penalties."""
+    doc = dense_doc()
+    doc["jobs"][4]["attained_service"] = 0.0
+    doc["jobs"][5]["submit_time"] = 0.0
+    return doc
+
+
+DOCS = {"rich": rich_doc, "dense": dense_doc, "mixed": mixed_doc}
 #: the optional job fields each doc's jobs all write with other than their defaults (JobColumns.written)
-WRITTEN = {"rich": (), "dense": ("submit_time", "restart_penalty", "preemption_penalty", "attained_service")}
+WRITTEN = {"rich": (), "dense": ("submit_time", "restart_penalty", "preemption_penalty", "attained_service"),
+           "mixed": ("restart_penalty", "preemption_penalty")}
 
 
 def test_job_columns_name_the_fields_every_job_writes():
