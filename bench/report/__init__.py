@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to fifteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
+    Section("Speed, third to sixteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
             "(issue 24)", path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
@@ -118,7 +118,9 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
      "closer since the fifteenth pass (validation's job columns kept for the round, `37ecadc` and `c09f995`), "
-     "not robustly: 0.077-0.099 s in its round_speed runs (0.108 s, 1.08x, in one with the host at its most "
+     "not robustly: 0.090 s in the sixteenth pass's round_speed run and 0.081-0.132 s over seeds 2-9 with the host "
+     "loaded (over on two of eight: seed 2 1.32x, seed 5 1.07x); 0.077-0.099 s in its round_speed runs "
+     "(0.108 s, 1.08x, in one with the host at its most "
      "loaded), 0.080-0.100 s over seeds 5-8 at 00:30 UTC, but 0.089-0.146 s over seeds 2-9 at 01:24 UTC (over on "
      "five of eight, worst seed 5 1.46x, the code before it 0.118-0.189 s alternated); alternated with the "
      "code before it, "
@@ -133,8 +135,13 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
      'other generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, '
-     'worst 0.133 s (section Speed, third to fifteenth passes); after the eighth pass the four snapshots of seeds '
+     'worst 0.133 s (section Speed, third to sixteenth passes); after the eighth pass the four snapshots of seeds '
      '1-4, three passes each: 0.119-0.159 s (seed 1 worst)',
+     "closer since the sixteenth pass, whose repeated-key skim skips the job fields every job writes (`f952e6f`, "
+     "`7421232`: the parse 10-25 ms faster alternated with the code before it, 109-143 against 131-189 ms on seed "
+     "1; 0.139 s in its round_speed run; 0.124-0.147 s over seeds 2-9 with the host loaded, one 0.206 s on the "
+     "sweep's last seed that took 0.129 s in a process of its own; section Speed sixteenth pass), not robustly "
+     "(a burst still takes it past 0.15 s). Before: "
      "not robustly met since the fifteenth pass, whose parse keeps the job columns for the round (12-20 ms more "
      "in four alternated pairs of five: medians 0.124-0.141 s against 0.111-0.140 s): 0.113 s (columns as lists), "
      "0.129, 0.136 and 0.141 s in its round_speed runs, but 0.172 s in one with the yardsticks at their usual "
