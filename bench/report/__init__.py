@@ -87,7 +87,10 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "command's wall); the same summary.json and CSVs (sections Round speed, Speed tenth pass). The ninth pass's "
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
-     "met since the fourteenth pass (the scale step's columns in one kernel, admission without structs: about "
+     "not robust: met in the full regeneration's round_speed run (2026-12-07 03:47 UTC: 8.1, 7.3 and 7.4 s, "
+     "median 0.92x), over in two runs at 02:29 UTC (7.9 and 8.8 s) and in the fifteenth pass's three (8.2 s, and "
+     "9.2 and 10.3 s with the host loaded), the simulator's code unchanged since the fourteenth pass. "
+     "Met since the fourteenth pass (the scale step's columns in one kernel, admission without structs: about "
      "0.3-0.4 s less, alternated; the same results for all 16 policies) in its five round_speed runs, medians "
      "7.9, 7.5, 7.4, 7.6 and 7.6 s (0.92-0.98x; one run of the fifteen 8.6 s, 1.07x), on the two other 10,000-job "
      "slices 5.4-7.2 s; over it with the host loaded (8.7, 9.2 and 10.6 s of four alternated runs at 21:12 UTC, where "
@@ -118,7 +121,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
      "closer since the fifteenth pass (validation's job columns kept for the round, `37ecadc` and `c09f995`), "
-     "not robustly: 0.090 s in the sixteenth pass's round_speed run and 0.081-0.132 s over seeds 2-9 with the host "
+     "not robustly: 0.098 s in the full regeneration's round_speed run (2026-12-07 03:47 UTC), 0.090 s in the "
+     "sixteenth pass's other one and 0.081-0.132 s over seeds 2-9 with the host "
      "loaded (over on two of eight: seed 2 1.32x, seed 5 1.07x); 0.077-0.099 s in its round_speed runs "
      "(0.108 s, 1.08x, in one with the host at its most "
      "loaded), 0.080-0.100 s over seeds 5-8 at 00:30 UTC, but 0.089-0.146 s over seeds 2-9 at 01:24 UTC (over on "
@@ -139,7 +143,9 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      '1-4, three passes each: 0.119-0.159 s (seed 1 worst)',
      "closer since the sixteenth pass, whose repeated-key skim skips the job fields every job writes (`f952e6f`, "
      "`7421232`: the parse 10-25 ms faster alternated with the code before it, 109-143 against 131-189 ms on seed "
-     "1; 0.139 s in its round_speed run; 0.124-0.147 s over seeds 2-9 with the host loaded, one 0.206 s on the "
+     "1; 0.139 s in its round_speed run, 0.148 s in the full regeneration's (2026-12-07 03:47 UTC, the struct "
+     "attributes yardstick 25.3 ms, 1.7x its usual); 0.124-0.147 s over seeds 2-9 with the host loaded, one 0.206 s "
+     "on the "
      "sweep's last seed that took 0.129 s in a process of its own; section Speed sixteenth pass), not robustly "
      "(a burst still takes it past 0.15 s). Before: "
      "not robustly met since the fifteenth pass, whose parse keeps the job columns for the round (12-20 ms more "
