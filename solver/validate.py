@@ -564,7 +564,8 @@ class JobColumns:
     ``top_per`` and ``top_penalty``: the largest gpus_per_worker and restart or preemption penalty; ``tables``:
     (throughput, min_workers, max_workers) of the jobs with a table throughput; ``placed``: (placement,
     min_workers, max_workers, gpus_per_worker) of the running jobs; ``packings``: the packing profiles given;
-    ``powers``: how many power throughputs.
+    ``powers``: how many power throughputs. For the repeated-key pass: ``written``, the optional job fields (of the
+    submit time, the penalties and the attained service) that every job holds other than 0, so wrote.
 
     For the round (in job order, kept with the validated snapshot: :func:`known_columns`): ``ids`` and
     ``throughputs`` (lists); ``gpw``, ``min_w``, ``max_w`` (int64), ``submit`` and ``work`` (float64), each job's
