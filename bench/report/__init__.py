@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to sixteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
+    Section("Speed, third to seventeenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
             "(issue 24)", path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
@@ -87,7 +87,11 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "command's wall); the same summary.json and CSVs (sections Round speed, Speed tenth pass). The ninth pass's "
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
-     "not robust: met in the full regeneration's round_speed run (2026-12-07 03:47 UTC: 8.1, 7.3 and 7.4 s, "
+     "not robust: met in the seventeenth pass's round_speed run (2026-12-07 05:41 UTC, a quiet stretch: 7.4, 7.6 "
+     "and 8.1 s, median 0.95x), 7.3-8.2 s in six more quiet runs and 7.8-10.8 s in six in a burst (a simulator "
+     "round is a few hundred short calls, and on this host a call's first run in a round costs several times its "
+     "second: section Speed seventeenth pass); met in the full regeneration's round_speed run (2026-12-07 03:47 "
+     "UTC: 8.1, 7.3 and 7.4 s, "
      "median 0.92x), over in two runs at 02:29 UTC (7.9 and 8.8 s) and in the fifteenth pass's three (8.2 s, and "
      "9.2 and 10.3 s with the host loaded), the simulator's code unchanged since the fourteenth pass. "
      "Met since the fourteenth pass (the scale step's columns in one kernel, admission without structs: about "
@@ -121,7 +125,9 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
      "closer since the fifteenth pass (validation's job columns kept for the round, `37ecadc` and `c09f995`), "
-     "not robustly: 0.098 s in the full regeneration's round_speed run (2026-12-07 03:47 UTC), 0.090 s in the "
+     "not robustly: 0.084 s (0.84x) in the seventeenth pass's round_speed run (2026-12-07 05:41 UTC, quiet), "
+     "0.093 s with the host loaded (04:45 UTC), 0.089-0.122 s in six new processes following their yardsticks; "
+     "0.098 s in the full regeneration's round_speed run (2026-12-07 03:47 UTC), 0.090 s in the "
      "sixteenth pass's other one and 0.081-0.132 s over seeds 2-9 with the host "
      "loaded (over on two of eight: seed 2 1.32x, seed 5 1.07x); 0.077-0.099 s in its round_speed runs "
      "(0.108 s, 1.08x, in one with the host at its most "
@@ -139,9 +145,12 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
      'other generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, '
-     'worst 0.133 s (section Speed, third to sixteenth passes); after the eighth pass the four snapshots of seeds '
+     'worst 0.133 s (section Speed, third to seventeenth passes); after the eighth pass the four snapshots of seeds '
      '1-4, three passes each: 0.119-0.159 s (seed 1 worst)',
-     "closer since the sixteenth pass, whose repeated-key skim skips the job fields every job writes (`f952e6f`, "
+     "closer since the sixteenth pass, whose repeated-key skim skips the job fields every job writes: 0.112 s "
+     "(0.75x) in the seventeenth pass's round_speed run (2026-12-07 05:41 UTC, quiet), 0.188 s with the host "
+     "loaded (04:45 UTC, the Python loop yardstick 1.6x its usual), 0.117-0.195 s in six new processes following "
+     "their yardsticks (`f952e6f`, "
      "`7421232`: the parse 10-25 ms faster alternated with the code before it, 109-143 against 131-189 ms on seed "
      "1; 0.139 s in its round_speed run, 0.148 s in the full regeneration's (2026-12-07 03:47 UTC, the struct "
      "attributes yardstick 25.3 ms, 1.7x its usual); 0.124-0.147 s over seeds 2-9 with the host loaded, one 0.206 s "
