@@ -137,7 +137,7 @@ def test_known_throughputs_are_read_columns(seed):
     {"allocation": "exact"},
     {"allocation": "greedy", "reclaim": "exact"},
     # (a CP-SAT limit on wall time varies; half the default deterministic limit still gives CP-SAT's placement on
-    # every seed, not the fallback, in two-thirds of the time: with the default this option was a twelfth of the suite)
+    # every seed, not the fallback, in under half the time: with the default this option was a twelfth of the suite)
     {"queue": "fifo", "placement": "exact", "deterministic": True, "time_limit": 0.5},
     {"queue": "las", "allocation": "hull"},
 ])
