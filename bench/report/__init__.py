@@ -87,7 +87,9 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "command's wall); the same summary.json and CSVs (sections Round speed, Speed tenth pass). The ninth pass's "
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
-     "not robust: met in the seventeenth pass's round_speed run (2026-12-07 05:41 UTC, a quiet stretch: 7.4, 7.6 "
+     "not robust: over in four of five runs at 06:21-06:27 UTC (8.0-8.8 s; the slices from 2017-11-01 and "
+     "2017-11-20 5.8-6.7 s in the same stretch); met in the seventeenth pass's round_speed run (2026-12-07 05:41 "
+     "UTC, a quiet stretch: 7.4, 7.6 "
      "and 8.1 s, median 0.95x), 7.3-8.2 s in six more quiet runs and 7.8-10.8 s in six in a burst (a simulator "
      "round is a few hundred short calls, and on this host a call's first run in a round costs several times its "
      "second: section Speed seventeenth pass); met in the full regeneration's round_speed run (2026-12-07 03:47 "
@@ -126,6 +128,7 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
      "closer since the fifteenth pass (validation's job columns kept for the round, `37ecadc` and `c09f995`), "
      "not robustly: 0.084 s (0.84x) in the seventeenth pass's round_speed run (2026-12-07 05:41 UTC, quiet), "
+     "0.087-0.114 s over seeds 5-8, 11 and 12 at 20-90% running (over at 20% and 30% running: 1.14x and 1.08x), "
      "0.093 s with the host loaded (04:45 UTC), 0.089-0.122 s in six new processes following their yardsticks, "
      "0.081-0.106 s over seeds 3-9 generated first and decided in one process (a sweep that generates each "
      "snapshot between timings slows its own later seeds, by up to 1.4x: the over-target seeds of the sweeps "
@@ -153,7 +156,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "closer since the sixteenth pass, whose repeated-key skim skips the job fields every job writes: 0.112 s "
      "(0.75x) in the seventeenth pass's round_speed run (2026-12-07 05:41 UTC, quiet), 0.188 s with the host "
      "loaded (04:45 UTC, the Python loop yardstick 1.6x its usual), 0.117-0.195 s in six new processes following "
-     "their yardsticks, 0.119-0.131 s over seeds 2-9 generated first and parsed in one process (one 0.161 s; a "
+     "their yardsticks, 0.114-0.140 s over seeds 5-8, 11 and 12 at 20-90% running, each in a new process, "
+     "0.119-0.131 s over seeds 2-9 generated first and parsed in one process (one 0.161 s; a "
      "sweep that generates each snapshot between timings slows its own later seeds: section Speed seventeenth "
      "pass) (`f952e6f`, "
      "`7421232`: the parse 10-25 ms faster alternated with the code before it, 109-143 against 131-189 ms on seed "
