@@ -24,7 +24,19 @@ def test_ties_break_by_position_and_bad_order():
 
 _KEYS = (st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, float("nan"), float("inf")]) | st.floats(-1e6, 1e6),
                   max_size=100)
-         | st.lists(st.floats(-1e6, 1e6), min_size=64, max_size=100, unique=True))  # the default sort's case
+         | st.lists(st.floats(-1e6, 1e6), min_size=64, max_size=100, unique=True)  # the default sort's case
+         | st.builds(lambda keys, copies: _tie(keys, copies),  # the default sort with a few ties mended
+                     st.lists(st.floats(-1e6, 1e6) | st.sampled_from([0.0, -0.0, float("inf"), -float("inf")]),
+                              min_size=64, max_size=600, unique=True),
+                     st.lists(st.tuples(st.integers(0, 599), st.integers(0, 599)), max_size=40)))
+
+
+def _tie(keys: list[float], copies: list[tuple[int, int]]) -> list[float]:
+    """``keys`` with ``keys[a]`` copied to position ``b`` for each pair of ``copies`` (ties, a few runs long)."""
+    n = len(keys)
+    for a, b in copies:
+        keys[b % n] = keys[a % n]
+    return keys
 
 
 @settings(max_examples=400, deadline=None)
@@ -47,20 +59,30 @@ def test_every_order_is_the_lexicographic_sort(key, data, order):
 
 
 def test_distinct_keys_take_the_default_sort():
-    """The fast path is taken where the key orders every job strictly (and agrees), the lexicographic sort on a
-    tie: 10,000 jobs."""
+    """The fast path is taken where the key orders every job strictly (and agrees); on a few ties only the tied
+    positions go to the lexicographic sort, on many ties all of them: 10,000 jobs."""
     rng = np.random.default_rng(3)
     key = rng.permutation(10_000).astype(np.float64)
     submit = rng.integers(0, 5, 10_000).astype(np.float64)
     ref = np.lexsort((np.arange(10_000), submit, key))
     tied = key.copy()
-    tied[7] = tied[8]
+    tied[[7, 9, 11]] = tied[8]  # one run of four equal keys
+    tied[100] = tied[200]  # and one of two
     ref_tied = np.lexsort((np.arange(10_000), submit, tied))
-    calls = []
+    many = np.floor(key / 4)  # every key four times
+    ref_many = np.lexsort((np.arange(10_000), submit, many))
+    sizes = []
     real = np.lexsort
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(np, "lexsort", lambda keys: calls.append(1) or real(keys))
+        mp.setattr(np, "lexsort", lambda keys: sizes.append(len(keys[0])) or real(keys))
         assert queue_order("sjf", submit_time=submit, min_time=key).tolist() == ref.tolist()
-        assert not calls
+        assert not sizes
         assert queue_order("sjf", submit_time=submit, min_time=tied).tolist() == ref_tied.tolist()
-        assert calls == [1]
+        assert sizes == [6]
+        assert queue_order("sjf", submit_time=submit, min_time=many).tolist() == ref_many.tolist()
+        assert sizes == [6, 10_000]
+        with_nan = tied.copy()
+        with_nan[5] = np.nan
+        ref_nan = real((np.arange(10_000), submit, with_nan))
+        assert queue_order("sjf", submit_time=submit, min_time=with_nan).tolist() == ref_nan.tolist()
+        assert sizes == [6, 10_000, 10_000]
