@@ -12,6 +12,7 @@ import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from itertools import compress, filterfalse
 from operator import is_not
 
@@ -352,14 +353,46 @@ def queued_jobs(cl: Cluster, placement: tuple[JobPlacement, ...], preempted: tup
 
 @dataclass(frozen=True, eq=False)
 class Admitted:
-    """Step 3: running and admitted jobs (admitted ones at their base demand)."""
+    """Step 3: running and admitted jobs (admitted ones at their base demand).
 
-    placement: tuple[JobPlacement, ...]
+    :attr:`placement` is every job's placement after admission. Where the compiled admission ran, the admitted
+    jobs' dicts are made only when it is read (:attr:`made`): every admitted job moves or stops in the place step,
+    which places it afresh, so a round whose later steps read only :attr:`base` never makes them (on 34,000
+    admitted jobs a round's dicts cost about 4-5 ms, most of it in page faults for their fresh memory)."""
+
+    #: every job's placement after admission, except, where :attr:`made` is given, the admitted jobs': theirs
+    #: before admission (``None``, a queued job's) until :attr:`placement` makes them
+    base: tuple[JobPlacement, ...]
     admitted: tuple[int, ...]
     donors: frozenset[int]  # running jobs that gave workers to admitted ones
     #: GPUs per server that the admitted jobs' placements use (read-only), where the step knows it without a
     #: pass over their dicts (the compiled admission); ``None``: not known (a later step sums the dicts)
     taken: np.ndarray | None = None
+    #: the admitted jobs' placements not yet made into dicts, as the compiled twin's entries ``(ptr, srv, cnt)``
+    #: (job ``admitted[i]``'s is ``{srv[k]: cnt[k]}`` for ``k`` in ``ptr[i]:ptr[i + 1]``); ``None``: :attr:`base`
+    #: holds them. Given only with :attr:`taken` and :attr:`used`
+    made: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: GPUs used per server after admission (read-only), where the step knows it; ``None``: :func:`used_gpus` of
+    #: :attr:`base` (which holds every placement then)
+    used: np.ndarray | None = None
+
+    @cached_property
+    def placement(self) -> tuple[JobPlacement, ...]:
+        """Every job's placement after admission: :attr:`base`, with the admitted jobs' dicts made from
+        :attr:`made` the first time it is read (the same tuple after). O(J + admitted entries) once."""
+        if self.made is None:
+            return self.base
+        from lyra_solver.heuristics.placement import entry_dicts
+
+        out = list(self.base)
+        for j, p in zip(self.admitted, entry_dicts(*self.made), strict=True):
+            out[j] = p
+        return tuple(out)
+
+    def used_after(self, cl: Cluster) -> np.ndarray:
+        """GPUs used per server after admission (read-only): :attr:`used`, else :func:`used_gpus` of
+        :attr:`base`. O(1) or :func:`used_gpus`'."""
+        return self.used if self.used is not None else used_gpus(cl, self.base)
 
 
 @dataclass(frozen=True, eq=False)
@@ -460,20 +493,22 @@ def worker_counts(cl: Cluster, placement: tuple[JobPlacement, ...] | list[JobPla
 
     A step leaves the placement of a job it does not touch as the very dict of the index view: those counts are
     the snapshot's (:attr:`Cluster.workers`), and only the entries that are other objects are summed. The jobs of
-    ``base`` are known to hold their base demand in ``placement`` (the admitted ones: ``min_workers``), and are
-    not summed. O(J) C-level identity checks plus O(entries of the changed jobs outside ``base``)."""
+    ``base`` (the admitted ones) are counted at their base demand (``min_workers``) whatever ``placement`` holds for
+    them (:attr:`Admitted.base`: maybe their placement before admission), and are not summed. O(J) C-level
+    identity checks plus O(entries of the changed jobs outside ``base``)."""
     before = cl.placement
     if len(placement) != len(before):
         raise ValueError(f"worker_counts: {len(placement)} placements for {len(before)} jobs")
     counts = cl.workers.copy()
-    if placement is before:
+    if base:
+        at = np.fromiter(base, np.int64, len(base))
+        counts[at] = cl.min_w[at]
+    if placement is before:  # (a base job's entry may be its snapshot's: Admitted.base before its dicts are made)
         return counts
     # the entries that are other objects, by C-level identity tests (a mask and its nonzero cost a few microseconds
     # more a round on a few hundred jobs)
     changed = compress(range(len(before)), map(is_not, placement, before))
     if base:
-        at = np.fromiter(base, np.int64, len(base))
-        counts[at] = cl.min_w[at]
         changed = filterfalse(frozenset(base).__contains__, changed)
     for j in changed:
         pl = placement[j]

@@ -139,7 +139,8 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
     admitted jobs and donors as the Python passes of :func:`admit`, from the jobs in queue order (``order``), the
     free GPUs and tiers of the servers and the GPUs used (``used``, before admission). ``None`` where the twin
     leaves the round to the Python passes (a donor on a server that is not usable). O(S + Q + H) array work, plus
-    O(admitted + donors) to build their dicts."""
+    O(donors) to build their dicts; the admitted jobs' are made where the result's placement is read
+    (:attr:`Admitted.made`)."""
     min_w, gpw = cl.min_w, cl.gpw
     i64 = np.int64
     # the donors: jobs that ran before the round and hold more than their base demand after the reclaim, which
@@ -165,15 +166,20 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
         left, tier, len(ADMIT_TIERS), order, min_w, gpw, np.array(above, i64), don_ptr, ent_srv, ent_cnt)
     if bad:
         return None
-    placement = list(before)
     admitted = adm_job.tolist()
     donors = gave_job.tolist()
-    for jobs, ptr, srv, cnt in ((admitted, adm_ptr, adm_srv, adm_cnt), (donors, gave_ptr, gave_srv, gave_cnt)):
-        for j, p in zip(jobs, entry_dicts(ptr, srv, cnt), strict=True):
+    # the donors' placements now; the admitted jobs' when the result's placement is read (Admitted.made: the place
+    # step reads none of them where it places them afresh by best fit decreasing)
+    if donors:
+        placement = list(before)
+        for j, p in zip(donors, entry_dicts(gave_ptr, gave_srv, gave_cnt), strict=True):
             placement[j] = p
-    after = tuple(placement)
+        base = tuple(placement)
+    else:
+        base = before
     took = free - left  # what admission took from the free GPUs, server by server
-    remember_used(cl, after, used + took)
+    after_used = used + took
+    after_used.setflags(write=False)
     # the admitted jobs' GPUs per server (the place step moves those jobs and gives their GPUs back without reading
     # their dicts): what was taken from the free GPUs where no donor gave (most rounds), else from the kernel's
     # entries by one counting pass, exact in float64 (each server's GPUs far below 2**53)
@@ -183,7 +189,7 @@ def _admit_compiled(nb, cl: Cluster, before: tuple, order: np.ndarray, free: np.
     else:
         taken = took
     taken.setflags(write=False)
-    return Admitted(after, tuple(admitted), frozenset(donors), taken)
+    return Admitted(base, tuple(admitted), frozenset(donors), taken, (adm_ptr, adm_srv, adm_cnt), after_used)
 
 
 def _offered(cl: Cluster, free: list[int], placement: list, min_w: list[int], gpw: list[int]) -> int:

@@ -101,7 +101,7 @@ def _value_of(state: RoundState, j: int, w: int, row: int) -> float:
     job = cl.snap.jobs[j]
     table = state.scaled.table
     if table.objective != OBJECTIVES[0]:
-        c = 0 if j in adm.admitted else sum(adm.placement[j].values())
+        c = 0 if j in adm.admitted else sum(adm.base[j].values())
         untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
         opts = JobOptions(job.throughput, job.min_workers, job.max_workers, job.remaining_work,
                           job.gpus_per_worker, c, job.restart_penalty if untouched else 0.0)
@@ -111,7 +111,7 @@ def _value_of(state: RoundState, j: int, w: int, row: int) -> float:
         r = rate_one(job.throughput, n, gpus_per_worker=job.gpus_per_worker, server_gpus=cl.server_gpus)
         return min(job.remaining_work / r, TIME_CAP)
 
-    c = 0 if j in adm.admitted else sum(adm.placement[j].values())
+    c = 0 if j in adm.admitted else sum(adm.base[j].values())
     untouched = c > 0 and j not in rec.shrunk and j not in adm.donors
     return t(job.min_workers) - t(w) - (job.restart_penalty if untouched and w != c else 0.0)
 

@@ -77,7 +77,7 @@ def place(state: RoundState, settings: Settings) -> Placed:
         if not spread:
             break
         for j in spread:  # a growth that cannot be placed compactly is not made: the job keeps its workers
-            kept[j] = adm.placement[j]
+            kept[j] = adm.base[j]  # (a running job's: base holds it)
         stay = [j not in kept for j in moving]
         moving = list(compress(moving, stay))
         workers = workers[np.array(stay, bool)]
@@ -99,7 +99,8 @@ def _placed(cl, adm, admitted: set[int], moving: list[int], stopped: list[int], 
     left waiting where it got less than its base demand; with ``Settings.compact_growth`` the others consolidated
     on the usable ``servers``.
     O(J) for the result plus O(entries of the moving jobs)."""
-    placement = list(adm.placement)
+    # every admitted job moves or stops (placed afresh below): base holds the others' placements after admission
+    placement = list(adm.base)
     for j, p in kept.items():
         placement[j] = p
     for j in stopped:
@@ -182,14 +183,14 @@ def _place_afresh(cl, adm, usable, targets, moving, stopped, heuristic: str = EX
     counted their GPUs, ``Admitted.taken``) plus the heuristic's. ``targets``: the moving jobs' workers;
     ``admitted``: ``adm.admitted`` as a set, where the caller has it."""
     arrays = _afresh_arrays(cl, adm, usable, targets, moving, stopped, admitted)
-    before = adm.placement
     with_current = current or heuristic != EXACT_WARM_START
-    problem = PlacementProblem.trusted(**arrays, **(_current(before, moving) if with_current else {}))
+    # the current workers include the admitted jobs' (Admitted.placement makes their dicts where it has not yet)
+    problem = PlacementProblem.trusted(**arrays, **(_current(adm.placement, moving) if with_current else {}))
     # the objective is not read here: evaluate=False spares its O(placement) on the hot path
     out = solve_placement(problem, method=heuristic, keep_current=False, evaluate=False)
     if out.status != Status.FEASIBLE:  # afresh left a worker out: keep current workers, as admitted
         if not with_current:
-            problem = PlacementProblem.trusted(**arrays, **_current(before, moving))
+            problem = PlacementProblem.trusted(**arrays, **_current(adm.placement, moving))
         out = solve_placement(problem, method=heuristic, evaluate=False)
     return problem, out
 
@@ -201,10 +202,10 @@ def _afresh_arrays(cl, adm, usable, targets, moving, stopped, admitted) -> dict[
     # every job's GPUs after admission (kept from the scale step) less those of the jobs placed afresh or stopped
     # (``kept`` jobs, never among them, hold their placement after admission): O(moved), not O(jobs). The admitted
     # jobs (every one moves or stops) give back what admission counted for them (``adm.taken``) where it did
-    before = adm.placement
-    used = used_gpus(cl, before).copy()
+    before = adm.base  # every placement after admission but, where their dicts are not made, the admitted jobs'
+    used = adm.used_after(cl).copy()
     movers = chain(moving, stopped)
-    if adm.taken is not None and adm.admitted:
+    if adm.taken is not None and adm.admitted:  # (always where Admitted.made is given: base lacks their dicts)
         used -= adm.taken
         movers = filterfalse((frozenset(adm.admitted) if admitted is None else admitted).__contains__, movers)
     movers = list(movers)
@@ -256,7 +257,7 @@ def _spread_growths(cl, adm, servers, workers, moving, out) -> list[int]:
     usable = {int(s) for s in servers}
     bad = []
     for i, j in enumerate(moving):
-        cur = adm.placement[j]
+        cur = adm.base[j]
         if cur is None or j in adm.admitted or not set(cur) <= usable:
             continue
         if isinstance(cl.snap.jobs[j].throughput, PowerThroughput):  # its rate never depends on the servers

@@ -31,7 +31,6 @@ from lyra_solver.steps._state import (
     Settings,
     StepReport,
     usable_servers,
-    used_gpus,
     worker_counts,
 )
 from lyra_solver.values import (
@@ -65,8 +64,8 @@ def scale(state: RoundState, settings: Settings) -> Scaled:
     snap = cl.snap
     # the jobs that run, in job order, with their current counts (0: admitted), the capacity (the free GPUs of the
     # usable servers and the extra GPUs that running jobs hold) and Lyra's table's columns
-    counts = worker_counts(cl, adm.placement, adm.admitted)  # admitted: at base demand
-    cols = _columns(cl, counts, adm.admitted, rec.shrunk, adm.donors, used_gpus(cl, adm.placement),
+    counts = worker_counts(cl, adm.base, adm.admitted)  # admitted: at base demand (their dicts not read)
+    cols = _columns(cl, counts, adm.admitted, rec.shrunk, adm.donors, adm.used_after(cl),
                     usable_servers(cl, rec, state.borrowed))
     run, held, capacity = cols.run, cols.held, cols.capacity
     held.setflags(write=False)  # kept for the place step (Scaled.held)

@@ -352,14 +352,20 @@ def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, recla
            [None if p is None else list(p.items()) for p in python.placement]
     assert fast.admitted == python.admitted
     assert fast.donors == python.donors
-    assert np.array_equal(used_gpus(cl, fast.placement), used_gpus(cl, list(python.placement)))
+    full = used_gpus(cl, list(python.placement))
+    assert np.array_equal(used_gpus(cl, fast.placement), full)
+    assert np.array_equal(fast.used_after(cl), full) and np.array_equal(python.used_after(cl), full)
+    if fast.admitted:  # their dicts made only where the placement is read, once
+        assert fast.made is not None and fast.used is not None and not fast.used.flags.writeable
+        assert all(fast.base[j] is state.reclaimed.placement[j] for j in fast.admitted)
+        assert fast.placement is fast.placement
     if fast.admitted:  # the admitted jobs' GPUs per server that it keeps for the place step: their dicts' sum
         taken = [0] * cl.gpus.shape[0]
         for j in fast.admitted:
             for s, n in fast.placement[j].items():
                 taken[s] += n * int(cl.gpw[j])
         assert fast.taken.tolist() == taken and not fast.taken.flags.writeable
-    assert python.taken is None
+    assert python.taken is None and python.made is None and python.placement is python.base
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -369,8 +375,9 @@ def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, recla
 def test_place_step_with_the_admitted_gpus_kept_is_the_sum_over_dicts(seed, servers, jobs, gpus, reclaim, grow,
                                                                       objective):
     """The place step gives back the admitted jobs' GPUs by the per-server count the compiled admission keeps
-    (``Admitted.taken``) instead of reading their dicts: the same placements as with it unknown (a wrong count would
-    move best fit decreasing's choices or its feasibility)."""
+    (``Admitted.taken``) instead of reading their dicts, which it has not made (``Admitted.made``): the same
+    placements as with every dict made and the count unknown (a wrong count would move best fit decreasing's
+    choices or its feasibility)."""
     import dataclasses
 
     from lyra_solver.steps.place import place
@@ -382,7 +389,8 @@ def test_place_step_with_the_admitted_gpus_kept_is_the_sum_over_dicts(seed, serv
     sc = scale(state, settings)
     state = dataclasses.replace(state, scale=sc)
     got = place(state, settings)
-    ref = place(dataclasses.replace(state, admit=dataclasses.replace(fast, taken=None)), settings)
+    made = dataclasses.replace(fast, base=fast.placement, taken=None, made=None, used=None)
+    ref = place(dataclasses.replace(state, admit=made), settings)
     assert [None if p is None else list(p.items()) for p in got.placement] == \
            [None if p is None else list(p.items()) for p in ref.placement]
 
