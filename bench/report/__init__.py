@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to seventeenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
+    Section("Speed, third to eighteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
             "(issue 24)", path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
@@ -87,6 +87,9 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "command's wall); the same summary.json and CSVs (sections Round speed, Speed tenth pass). The ninth pass's "
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
+     "met in the eighteenth pass's three round_speed runs (2026-12-07, quiet to moderately loaded: medians 7.7, "
+     "7.3 and 7.2 s, runs 7.1-8.1 s; 6.97-7.12 s in six more at 07:39 UTC), its code unchanged in effect (the "
+     "admission's changes: 6.97-7.07 against 7.01-7.12 s alternated; section Speed eighteenth pass); still "
      "not robust: over in four of five runs at 06:21-06:27 UTC (8.0-8.8 s; the slices from 2017-11-01 and "
      "2017-11-20 5.8-6.7 s in the same stretch); met in the seventeenth pass's round_speed run (2026-12-07 05:41 "
      "UTC, a quiet stretch: 7.4, 7.6 "
@@ -115,7 +118,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
      "58.6 and 57.0 s; the same summary.json (sections Round speed, Speed tenth pass). The ninth pass's runs: "
      "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
-     "met on this session's host in every run since the tenth pass (0.82-0.92x; 49.1 and 57.1 s at the eleventh "
+     "met on this session's host in every run since the tenth pass (43.1 s, 0.72x, at the eighteenth pass; "
+     "0.82-0.92x before; 49.1 and 57.1 s at the eleventh "
      "pass, worst 0.95x; 52.0 and 50.5 s at the twelfth; 47.4 and 47.8 s at the thirteenth, and 59.0 and 51.4 s "
      "with the host loaded, its struct attributes yardstick 1.4-1.5x its usual; 46.4, 49.8 and 51.8 s at the "
      "fourteenth)"),
@@ -126,6 +130,14 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "at 30-80% running, one process each) alternating with the ninth pass's end at 12:40 UTC at `c4019db`: "
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
+     "met since the eighteenth pass, 20-37% under on a quiet host (a burst that slows the host by a third would "
+     "still take it past; `5dd1840`: the few ties of a large queue mended instead of "
+     "sorting it all lexicographically; `c051535`: the admitted jobs' dicts made only where read; the same "
+     "decisions): 0.080 s (0.80x) in its round_speed run (2026-12-07 07:53 UTC, quiet), 0.063-0.078 s over seeds "
+     "5-8, 11 and 12 at 20-90% running, each in a new process (the seventeenth pass's code: 0.087-0.114 s); "
+     "alternated with that code, seed 5 at 20% running 74-76 ms against 88-99 ms and seed 1 72-75 against 79-85 "
+     "ms (section Speed eighteenth pass); 0.081-0.102 s over the six seeds after the first change alone with the "
+     "host busier. Before: "
      "closer since the fifteenth pass (validation's job columns kept for the round, `37ecadc` and `c09f995`), "
      "not robustly: 0.084 s (0.84x) in the seventeenth pass's round_speed run (2026-12-07 05:41 UTC, quiet), "
      "0.087-0.114 s over seeds 5-8, 11 and 12 at 20-90% running (over at 20% and 30% running: 1.14x and 1.08x), "
@@ -151,8 +163,11 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
      'other generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, '
-     'worst 0.133 s (section Speed, third to seventeenth passes); after the eighth pass the four snapshots of seeds '
+     'worst 0.133 s (section Speed, third to eighteenth passes); after the eighth pass the four snapshots of seeds '
      '1-4, three passes each: 0.119-0.159 s (seed 1 worst)',
+     "0.113 and 0.117 s in the eighteenth pass's round_speed runs (2026-12-07 07:21 and 07:53 UTC), 0.107-0.120 s "
+     "over seeds 5-8, 11 and 12 at 20-90% running, one 0.206 s (seed 11) in a burst (section Speed eighteenth "
+     "pass); "
      "closer since the sixteenth pass, whose repeated-key skim skips the job fields every job writes: 0.112 s "
      "(0.75x) in the seventeenth pass's round_speed run (2026-12-07 05:41 UTC, quiet), 0.188 s with the host "
      "loaded (04:45 UTC, the Python loop yardstick 1.6x its usual), 0.117-0.195 s in six new processes following "
