@@ -29,6 +29,7 @@ from lyra_solver.formulations.vocabulary import (
     ReclaimOption,
     ServerKind,
 )
+from lyra_solver.heuristics.placement import entry_dicts
 from lyra_solver.types import PackingGroup, Snapshot
 from lyra_solver.validate import JobColumns, known_columns
 from lyra_solver.values import ValueTable
@@ -382,8 +383,6 @@ class Admitted:
         :attr:`made` the first time it is read (the same tuple after). O(J + admitted entries) once."""
         if self.made is None:
             return self.base
-        from lyra_solver.heuristics.placement import entry_dicts
-
         out = list(self.base)
         for j, p in zip(self.admitted, entry_dicts(*self.made), strict=True):
             out[j] = p

@@ -359,7 +359,7 @@ def test_compiled_admission_is_the_python_twins(seed, servers, jobs, gpus, recla
         assert fast.made is not None and fast.used is not None and not fast.used.flags.writeable
         assert all(fast.base[j] is state.reclaimed.placement[j] for j in fast.admitted)
         assert fast.placement is fast.placement
-    if fast.admitted:  # the admitted jobs' GPUs per server that it keeps for the place step: their dicts' sum
+        # the admitted jobs' GPUs per server that it keeps for the place step: their dicts' sum
         taken = [0] * cl.gpus.shape[0]
         for j in fast.admitted:
             for s, n in fast.placement[j].items():
