@@ -88,7 +88,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
      "met in the eighteenth pass's three round_speed runs (2026-12-07, quiet to moderately loaded: medians 7.7, "
-     "7.3 and 7.2 s, runs 7.1-8.1 s; 6.97-7.12 s in six more at 07:39 UTC), its code unchanged in effect (the "
+     "7.3 and 7.2 s, runs 7.1-8.1 s; 6.97-7.12 s in six more at 07:39 UTC; 7.4 and 7.9 s at 08:46 UTC, the "
+     "2017-11-01 and 2017-11-20 slices 5.6-6.1 s), its code unchanged in effect (the "
      "admission's changes: 6.97-7.07 against 7.01-7.12 s alternated; section Speed eighteenth pass); still "
      "not robust: over in four of five runs at 06:21-06:27 UTC (8.0-8.8 s; the slices from 2017-11-01 and "
      "2017-11-20 5.8-6.7 s in the same stretch); met in the seventeenth pass's round_speed run (2026-12-07 05:41 "
@@ -130,7 +131,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "at 30-80% running, one process each) alternating with the ninth pass's end at 12:40 UTC at `c4019db`: "
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
-     "met since the eighteenth pass, 20-37% under on a quiet host (a burst that slows the host by a third would "
+     "met since the eighteenth pass, 16-37% under on a quiet host over 14 snapshots (worst 0.084 s, seed 1; a "
+     "burst that slows the host by a fifth would "
      "still take it past; `5dd1840`: the few ties of a large queue mended instead of "
      "sorting it all lexicographically; `c051535`: the admitted jobs' dicts made only where read; the same "
      "decisions): 0.080 s (0.80x) in its round_speed run (2026-12-07 07:53 UTC, quiet), 0.063-0.078 s over seeds "
