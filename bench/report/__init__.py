@@ -131,7 +131,7 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "at 30-80% running, one process each) alternating with the ninth pass's end at 12:40 UTC at `c4019db`: "
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
-     "met since the eighteenth pass, 16-37% under on a quiet host over 14 snapshots (worst 0.084 s, seed 1; a "
+     "met since the eighteenth pass, 16-37% under on a quiet host over 12 snapshots (worst 0.084 s, seed 1; a "
      "burst that slows the host by a fifth would "
      "still take it past; `5dd1840`: the few ties of a large queue mended instead of "
      "sorting it all lexicographically; `c051535`: the admitted jobs' dicts made only where read; the same "
