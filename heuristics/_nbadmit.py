@@ -294,6 +294,23 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
                 return _admitted(adm_job, adm_ptr, adm_srv, adm_cnt, n_adm, gave, don_job, don_ptr, ent_srv,
                                  ent_cnt, given, 1)
         spare[k] = tot - min_w[d]
+    # the GPUs donation could offer (Donation.total): where no waiting job's base demand is within them, it admits
+    # none (each is rejected by that bound below) and the buckets are not built (most rounds of a simulator that
+    # reach this pass)
+    total = 0
+    for s in range(S):
+        if tier[s] >= 0:
+            total += free[s]
+    for k in range(K):
+        total += spare[k] * don_g[k]
+    least = min_w[waiting[0]] * gpw[waiting[0]]  # n_wait >= 1 here
+    for qi in range(1, n_wait):
+        x = min_w[waiting[qi]] * gpw[waiting[qi]]
+        if x < least:
+            least = x
+    if least > total:
+        return _admitted(adm_job, adm_ptr, adm_srv, adm_cnt, n_adm, gave, don_job, don_ptr, ent_srv, ent_cnt,
+                         given, 0)
     # entries per server, in increasing donor (job) order
     host_ptr = _offsets(ent_srv, E, S)
     fill = host_ptr[:S].copy()
@@ -302,12 +319,10 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
         s = ent_srv[e]
         host_ent[fill[s]] = e
         fill[s] += 1
-    total = 0
     room = np.zeros(S, dtype=np.int64)
     rtop = 0
     for s in range(S):
         if tier[s] >= 0:
-            total += free[s]
             r = free[s]
             for i in range(host_ptr[s], host_ptr[s + 1]):
                 e = host_ent[i]
@@ -317,8 +332,6 @@ def admit_all(free, tier, n_tiers, order, min_w, gpw, don_job, don_ptr, ent_srv,
             room[s] = r
             if r > rtop:
                 rtop = r
-    for k in range(K):
-        total += spare[k] * don_g[k]
     R = rtop + 1
     W = (S + 63) >> 6
     W2 = (W + 63) >> 6
