@@ -47,7 +47,7 @@ SECTIONS: list[Section] = [
     Section("Simulation: the seed systems side by side (issue 20)", path="docs/bench/seeds.md"),
     Section("Service: `lyra-solver serve` under load", path="docs/bench/serve.md"),
     Section("GPU: value tables and exact MCKP on an H200 (issue 14)", path="docs/bench/gpu.md"),
-    Section("Speed, third to eighteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
+    Section("Speed, third to nineteenth passes: the simulator's rounds, the 100,000-GPU round, the exact MCKP "
             "(issue 24)", path="docs/bench/speed.md"),
     Section("Round speed: issue 24's round targets beside a host yardstick", module="lyra_solver.bench.round_speed",
             quick_args=("--quick", "--no-header"), full_args=("--sim", "--no-header"),
@@ -87,6 +87,11 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "command's wall); the same summary.json and CSVs (sections Round speed, Speed tenth pass). The ninth pass's "
      "runs: 9.8-11.1 s. The sixth pass's host: 13.4 s at `2865326`. With numba's cache cold (a new checkout, seventh "
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
+     "met in the nineteenth pass's runs (2026-12-07, at `e52a0c3`, the donation pass stopping early): 6.9 s "
+     "(0.86x; runs 6.9, 6.8 and 6.9 s) in the full regeneration's round_speed run (10:05 UTC), 6.9 s (7.0, 6.9, "
+     "6.9) in a `--sim --full` run at 10:09 UTC, 6.75 and 6.76 s at 10:12 UTC, the slices from 2017-11-01 and "
+     "2017-11-20 4.9-5.2 s; over in two runs at 09:08 UTC in a burst before the change (8.7 and 8.1 s; section "
+     "Speed nineteenth pass). Before: "
      "met in the eighteenth pass's three round_speed runs (2026-12-07, quiet to moderately loaded: medians 7.7, "
      "7.3 and 7.2 s, runs 7.1-8.1 s; 6.97-7.12 s in six more at 07:39 UTC; 7.4 and 7.9 s at 08:46 UTC, the "
      "2017-11-01 and 2017-11-20 slices 5.6-6.1 s), its code unchanged in effect (the "
@@ -119,7 +124,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "and 53.3 s at 11:58 UTC; alternating with the ninth pass's end at 12:16-12:20 UTC, 51.6 and 49.4 s against "
      "58.6 and 57.0 s; the same summary.json (sections Round speed, Speed tenth pass). The ninth pass's runs: "
      "58.2-70.6 s. The sixth pass's host: 70.7 s at `2865326`, before the eighth pass",
-     "met on this session's host in every run since the tenth pass (43.1 s, 0.72x, at the eighteenth pass; "
+     "met on this session's host in every run since the tenth pass (41.3 s, 0.69x, at the nineteenth pass: "
+     "`round_speed --sim --full`, 2026-12-07 10:09 UTC, command 45.1 s; 43.1 s, 0.72x, at the eighteenth; "
      "0.82-0.92x before; 49.1 and 57.1 s at the eleventh "
      "pass, worst 0.95x; 52.0 and 50.5 s at the twelfth; 47.4 and 47.8 s at the thirteenth, and 59.0 and 51.4 s "
      "with the host loaded, its struct attributes yardstick 1.4-1.5x its usual; 46.4, 49.8 and 51.8 s at the "
@@ -131,6 +137,10 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "at 30-80% running, one process each) alternating with the ninth pass's end at 12:40 UTC at `c4019db`: "
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
+     "met: 0.075 s (0.75x) in the nineteenth pass's full regeneration (round_speed, 2026-12-07 10:05 UTC) and "
+     "0.074 s in a round_speed run at 10:09 UTC; 0.061-0.073 s over nine snapshots at 10:11-10:15 UTC (seeds 1, "
+     "5-8, 13 and 17-19 at 10-90% running, each a new process; 18 and 19 not measured before; section Speed "
+     "nineteenth pass). Before: "
      "met since the eighteenth pass, 16-37% under on a quiet host over 12 snapshots (worst 0.084 s, seed 1; a "
      "burst that slows the host by a fifth would "
      "still take it past; `5dd1840`: the few ties of a large queue mended instead of "
@@ -165,8 +175,11 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "the same run, `io.parse_snapshot`: 0.127 s CPU median; 0.118 s at 11:58 UTC; 0.115-0.141 s on the four seeds' "
      "snapshots at the tenth pass's end (code unchanged since the third pass); the sixth pass's host 0.094-0.095 s; "
      'other generated snapshots of that size (seeds 2-5, 30-80% running) at the third pass: median 0.125-0.130 s, '
-     'worst 0.133 s (section Speed, third to eighteenth passes); after the eighth pass the four snapshots of seeds '
+     'worst 0.133 s (section Speed, third to nineteenth passes); after the eighth pass the four snapshots of seeds '
      '1-4, three passes each: 0.119-0.159 s (seed 1 worst)',
+     "met: 0.121 s (0.81x) in the nineteenth pass's full regeneration (round_speed, 2026-12-07 10:05 UTC) and "
+     "0.107 s at 10:09 UTC; 0.103-0.116 s over the nine snapshots of its `decide` row (section Speed nineteenth "
+     "pass). Before: "
      "0.113 and 0.117 s in the eighteenth pass's round_speed runs (2026-12-07 07:21 and 07:53 UTC), 0.107-0.120 s "
      "over seeds 5-8, 11 and 12 at 20-90% running, one 0.206 s (seed 11) in a burst (section Speed eighteenth "
      "pass); "
