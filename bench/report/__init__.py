@@ -89,8 +89,9 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      'pass): 42.2 s compiling in its rounds, 32.0 s since the background warm-up',
      "met in the nineteenth pass's runs (2026-12-07, at `e52a0c3`, the donation pass stopping early): 6.9 s "
      "(0.86x; runs 6.9, 6.8 and 6.9 s) in the full regeneration's round_speed run (10:05 UTC), 6.9 s (7.0, 6.9, "
-     "6.9) in a `--sim --full` run at 10:09 UTC, 6.75 and 6.76 s at 10:12 UTC, the slices from 2017-11-01 and "
-     "2017-11-20 4.9-5.2 s; over in two runs at 09:08 UTC in a burst before the change (8.7 and 8.1 s; section "
+     "6.9) in a `--sim --full` run at 10:09 UTC, 6.75 and 6.76 s at 10:12 UTC, the slices from 2017-10-20, "
+     "2017-11-01, 2017-11-20 and 2017-12-01 4.2-5.2 s; over in two runs at 09:08 UTC in a burst before the "
+     "change (8.7 and 8.1 s; section "
      "Speed nineteenth pass). Before: "
      "met in the eighteenth pass's three round_speed runs (2026-12-07, quiet to moderately loaded: medians 7.7, "
      "7.3 and 7.2 s, runs 7.1-8.1 s; 6.97-7.12 s in six more at 07:39 UTC; 7.4 and 7.9 s at 08:46 UTC, the "
@@ -138,9 +139,9 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      "0.105-0.125 s against 0.111-0.145 s. The ninth pass's runs: 0.116-0.153 s. The sixth pass's host: 0.078 s at "
      '`2865326` (admit 26, decision 18, place 11, index view 10, scale 5, reclaim 5 ms), idle',
      "met: 0.075 s (0.75x) in the nineteenth pass's full regeneration (round_speed, 2026-12-07 10:05 UTC) and "
-     "0.074 s in a round_speed run at 10:09 UTC; 0.061-0.073 s over nine snapshots at 10:11-10:15 UTC (seeds 1, "
-     "5-8, 13 and 17-19 at 10-90% running, each a new process; 18 and 19 not measured before; section Speed "
-     "nineteenth pass). Before: "
+     "0.074 s in a round_speed run at 10:09 UTC; 0.061-0.078 s over twelve snapshots at 10:11-10:35 UTC (seeds "
+     "1, 5-8, 13 and 17-22 at 10-90% running, each a new process; 18-22 not measured before; worst seed 22 at 15% "
+     "running, 0.78x; section Speed nineteenth pass). Before: "
      "met since the eighteenth pass, 16-37% under on a quiet host over 12 snapshots (worst 0.084 s, seed 1; a "
      "burst that slows the host by a fifth would "
      "still take it past; `5dd1840`: the few ties of a large queue mended instead of "
@@ -178,8 +179,8 @@ EXTERNAL_TARGETS: list[tuple[int, str, str] | tuple[int, str, str, str]] = [
      'worst 0.133 s (section Speed, third to nineteenth passes); after the eighth pass the four snapshots of seeds '
      '1-4, three passes each: 0.119-0.159 s (seed 1 worst)',
      "met: 0.121 s (0.81x) in the nineteenth pass's full regeneration (round_speed, 2026-12-07 10:05 UTC) and "
-     "0.107 s at 10:09 UTC; 0.103-0.116 s over the nine snapshots of its `decide` row (section Speed nineteenth "
-     "pass). Before: "
+     "0.107 s at 10:09 UTC; 0.103-0.124 s over the twelve snapshots of its `decide` row (worst seed 21, 0.83x; "
+     "section Speed nineteenth pass). Before: "
      "0.113 and 0.117 s in the eighteenth pass's round_speed runs (2026-12-07 07:21 and 07:53 UTC), 0.107-0.120 s "
      "over seeds 5-8, 11 and 12 at 20-90% running, one 0.206 s (seed 11) in a burst (section Speed eighteenth "
      "pass); "
